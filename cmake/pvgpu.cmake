@@ -1,0 +1,11 @@
+# pvgpu_add_test(NAME SOURCES ... LIBS ...): a GoogleTest binary registered with CTest.
+function(pvgpu_add_test name)
+  if(NOT PVGPU_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;${ARG_LABELS}")
+endfunction()
+include(GoogleTest OPTIONAL)

@@ -1,0 +1,124 @@
+// Public interface of the PTX engine used by the cpu adapter.
+//
+// The engine parses PTX text (as nvcc/NVVM emit it, ISA up to 9.0), lowers it to an internal
+// form and executes kernels on host threads with warp semantics. It knows nothing about
+// sessions, handles or the channel: the adapter gives it an address space to translate device
+// addresses and the addresses where the module's globals live.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pvgpu::ptx {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t Count() const { return uint64_t{x} * y * z; }
+};
+
+struct ParamInfo {
+  uint32_t offset = 0;  // byte offset in the packed parameter buffer
+  uint32_t size = 0;
+  uint32_t align = 1;
+};
+
+struct KernelInfo {
+  std::string name;
+  std::vector<ParamInfo> params;
+  uint32_t param_bytes = 0;           // size of the packed parameter buffer
+  uint32_t static_shared_bytes = 0;   // .shared declarations (not the dynamic extern array)
+  uint32_t local_bytes = 0;           // per-thread .local declarations
+  uint32_t num_regs = 0;              // registers declared (reported by cuFuncGetAttribute)
+  uint32_t max_threads_per_block = 1024;  // from .maxntid / .reqntid when present
+  Dim3 reqntid{0, 0, 0};              // .reqntid when present (x == 0 otherwise)
+};
+
+struct GlobalInfo {
+  std::string name;
+  uint64_t size = 0;
+  uint32_t align = 1;
+  bool is_const = false;          // .const state space (read-only to kernels)
+  std::vector<uint8_t> init;      // initial bytes (empty means zero-filled)
+};
+
+// A loaded, immutable module. Shareable between threads and launches.
+class Program {
+ public:
+  virtual ~Program() = default;
+  virtual const std::vector<KernelInfo>& kernels() const = 0;
+  virtual const std::vector<GlobalInfo>& globals() const = 0;
+  const KernelInfo* FindKernel(std::string_view name) const;
+  int FindGlobal(std::string_view name) const;  // index into globals(), or -1
+};
+
+// Parses and lowers PTX. Errors are kInvalidPtx with "line L, column C: reason" in the message
+// and in *error_log; an instruction the engine cannot execute is a load-time error naming it.
+StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text,
+                                                     std::string* error_log = nullptr,
+                                                     std::string* info_log = nullptr);
+
+// Device memory as the adapter sees it. Implementations must be thread-safe for Translate.
+class AddressSpace {
+ public:
+  virtual ~AddressSpace() = default;
+  // Host pointer for [address, address + size) when the whole range lies in one live
+  // allocation; nullptr otherwise (the engine reports CUDA_ERROR_ILLEGAL_ADDRESS).
+  virtual uint8_t* Translate(uint64_t address, uint64_t size) = 0;
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  uint32_t dynamic_shared_bytes = 0;
+};
+
+struct LaunchEnv {
+  AddressSpace* memory = nullptr;
+  // Device addresses of the program's globals, indexed like Program::globals().
+  std::span<const uint64_t> global_addresses;
+  // Polled by the engine; when it becomes true the launch stops with kLaunchFailed.
+  const std::atomic<bool>* cancel = nullptr;
+  // Receives device printf output (vprintf), already formatted.
+  std::function<void(std::string_view)> print;
+};
+
+// Runs kernels. One per adapter; its worker threads are shared by every launch so that several
+// guests' kernels share the cores fairly.
+class Executor {
+ public:
+  // threads == 0 means one per online CPU.
+  explicit Executor(unsigned threads = 0);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  unsigned threads() const;
+
+  // Executes the kernel to completion. `params` is the packed parameter buffer laid out as
+  // KernelInfo::params describes. Faults come back as sticky codes: kIllegalAddress,
+  // kMisalignedAddress, kLaunchFailed (trap or cancel), kAssert, kIllegalInstruction; a bad
+  // configuration (block too large, too much shared memory) as kInvalidValue or
+  // kLaunchOutOfResources before anything runs.
+  Status Launch(const Program& program, const KernelInfo& kernel, const LaunchConfig& config,
+                std::span<const uint8_t> params, const LaunchEnv& env);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Limits the engine enforces (and the adapter reports as device attributes).
+inline constexpr uint32_t kMaxThreadsPerBlock = 1024;
+inline constexpr uint32_t kMaxSharedBytesPerBlock = 48 * 1024;
+inline constexpr uint32_t kMaxSharedBytesPerBlockOptin = 96 * 1024;
+inline constexpr uint32_t kWarpSize = 32;
+
+}  // namespace pvgpu::ptx
