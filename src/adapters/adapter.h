@@ -1,0 +1,120 @@
+// The narrow interface every adapter implements (the kernel-mode driver role of GPU-PV).
+//
+// The session layer (host/) validates every request once — handles, ownership, address ranges,
+// quotas — before it reaches an adapter, so adapters implement only execution. Calls on one
+// Context come from one session thread, in submission order, and complete their work before
+// returning; the channel's pipelining happens above this interface.
+//
+// Implementors: a new adapter needs a folder here (like cpu/), an AdapterInfo that fills the
+// device attributes it can answer, and a factory entry in adapters/registry.cc.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pvgpu::adapters {
+
+// Number of CUdevice_attribute slots carried on the wire (cuda.h's CU_DEVICE_ATTRIBUTE_MAX is
+// below this).
+inline constexpr size_t kAttributeSlots = 160;
+
+struct AdapterInfo {
+  std::string kind;           // "cpu", "cuda"
+  std::string name;           // what cuDeviceGetName reports
+  std::array<uint8_t, 16> uuid{};
+  uint64_t luid = 0;          // stable id, like DXCore's adapter LUID
+  uint64_t total_memory = 0;  // bytes the adapter offers
+  bool is_software = false;
+  bool is_integrated = false;
+  uint32_t pci_domain = 0, pci_bus = 0, pci_device = 0;
+  std::array<int32_t, kAttributeSlots> attributes{};  // indexed by CUdevice_attribute
+};
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  uint32_t shared_bytes = 0;
+};
+
+struct KernelInfo {
+  std::string name;
+  std::vector<uint32_t> param_offsets;
+  std::vector<uint32_t> param_sizes;
+  uint32_t param_bytes = 0;
+  uint32_t shared_bytes = 0;
+  uint32_t local_bytes = 0;
+  uint32_t num_regs = 0;
+  uint32_t max_threads_per_block = 0;
+};
+
+struct GlobalInfo {
+  std::string name;
+  uint64_t dptr = 0;
+  uint64_t size = 0;
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual const std::vector<KernelInfo>& kernels() const = 0;
+  virtual const std::vector<GlobalInfo>& globals() const = 0;
+};
+
+enum class ImageKind { kPtx, kFatbin, kCubin };
+
+// One guest context on this adapter: its own address space and modules.
+class Context {
+ public:
+  virtual ~Context() = default;
+
+  virtual StatusOr<uint64_t> Allocate(uint64_t size) = 0;
+  virtual Status Free(uint64_t dptr) = 0;
+  virtual Status Write(uint64_t dst, std::span<const uint8_t> data) = 0;
+  virtual Status Read(uint64_t src, std::span<uint8_t> data) = 0;
+  virtual Status Copy(uint64_t dst, uint64_t src, uint64_t size) = 0;
+  // Fills `height` rows of `width` elements of `element_size` (1, 2 or 4) bytes, rows `pitch`
+  // bytes apart.
+  virtual Status Memset(uint64_t dst, uint64_t pitch, uint32_t value, uint32_t element_size,
+                        uint64_t width, uint64_t height) = 0;
+
+  // Loads a module; its globals are allocated in this context. Logs are filled on success and
+  // failure (kInvalidPtx, kNoBinaryForGpu, ...).
+  virtual StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind,
+                                                       std::span<const uint8_t> image,
+                                                       std::string* error_log,
+                                                       std::string* info_log) = 0;
+  // Runs kernel `kernel` of `module` to completion. `print` receives device printf output.
+  virtual Status Launch(Module& module, uint32_t kernel, const LaunchConfig& config,
+                        std::span<const uint8_t> params,
+                        const std::function<void(std::string_view)>& print) = 0;
+
+  // Stops running kernels as soon as possible (their launch fails with kLaunchFailed). Called
+  // from another thread when the guest disappears or destroys the context.
+  virtual void Cancel() = 0;
+
+  // Bytes of device memory this context holds (allocations and module globals).
+  virtual uint64_t used_bytes() const = 0;
+};
+
+class Adapter {
+ public:
+  virtual ~Adapter() = default;
+  virtual const AdapterInfo& info() const = 0;
+  virtual StatusOr<std::unique_ptr<Context>> CreateContext() = 0;
+  // Bytes in use across all contexts.
+  virtual uint64_t used_bytes() const = 0;
+};
+
+}  // namespace pvgpu::adapters

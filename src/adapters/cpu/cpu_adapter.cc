@@ -1,0 +1,187 @@
+#include "adapters/cpu/cpu_adapter.h"
+
+#include <cstring>
+
+namespace pvgpu::adapters::cpu {
+namespace {
+
+// Each cpu adapter gets its own 1 TiB window of device addresses, so a pointer names its
+// adapter. The PTX engine's generic windows for shared and local memory lie far above.
+constexpr uint64_t kWindowBytes = 1ull << 40;
+uint64_t WindowBase(uint32_t index) { return (uint64_t{index} + 1) << 40; }
+
+class CpuModule final : public Module {
+ public:
+  CpuModule(std::shared_ptr<const ptx::Program> program, std::vector<GlobalInfo> globals,
+            std::vector<uint64_t> addresses)
+      : program_(std::move(program)), globals_(std::move(globals)),
+        addresses_(std::move(addresses)) {
+    for (const auto& k : program_->kernels()) {
+      KernelInfo info;
+      info.name = k.name;
+      for (const auto& p : k.params) {
+        info.param_offsets.push_back(p.offset);
+        info.param_sizes.push_back(p.size);
+      }
+      info.param_bytes = k.param_bytes;
+      info.shared_bytes = k.static_shared_bytes;
+      info.local_bytes = k.local_bytes;
+      info.num_regs = k.num_regs;
+      info.max_threads_per_block = k.max_threads_per_block;
+      kernels_.push_back(std::move(info));
+    }
+  }
+  const std::vector<KernelInfo>& kernels() const override { return kernels_; }
+  const std::vector<GlobalInfo>& globals() const override { return globals_; }
+  const ptx::Program& program() const { return *program_; }
+  std::span<const uint64_t> addresses() const { return addresses_; }
+
+ private:
+  std::shared_ptr<const ptx::Program> program_;
+  std::vector<KernelInfo> kernels_;
+  std::vector<GlobalInfo> globals_;
+  std::vector<uint64_t> addresses_;
+};
+
+class CpuContext final : public Context {
+ public:
+  CpuContext(CpuAdapter* adapter, ptx::Executor* executor, AddressRange* range)
+      : adapter_(adapter), executor_(executor), memory_(range) {}
+  ~CpuContext() override { adapter_->AddUsed(-static_cast<int64_t>(memory_.used_bytes())); }
+
+  StatusOr<uint64_t> Allocate(uint64_t size) override {
+    auto address = memory_.Allocate(size);
+    if (address.ok()) adapter_->AddUsed(static_cast<int64_t>(size));
+    return address;
+  }
+
+  Status Free(uint64_t dptr) override {
+    const uint64_t before = memory_.used_bytes();
+    PVGPU_TRY(memory_.Free(dptr));
+    adapter_->AddUsed(-static_cast<int64_t>(before - memory_.used_bytes()));
+    return Status::Ok();
+  }
+
+  Status Write(uint64_t dst, std::span<const uint8_t> data) override {
+    if (data.empty()) return Status::Ok();
+    uint8_t* p = memory_.Translate(dst, data.size());
+    if (p == nullptr) return Error(Code::kInvalidValue, "destination range is not device memory");
+    std::memcpy(p, data.data(), data.size());
+    return Status::Ok();
+  }
+
+  Status Read(uint64_t src, std::span<uint8_t> data) override {
+    if (data.empty()) return Status::Ok();
+    const uint8_t* p = memory_.Translate(src, data.size());
+    if (p == nullptr) return Error(Code::kInvalidValue, "source range is not device memory");
+    std::memcpy(data.data(), p, data.size());
+    return Status::Ok();
+  }
+
+  Status Copy(uint64_t dst, uint64_t src, uint64_t size) override {
+    if (size == 0) return Status::Ok();
+    uint8_t* d = memory_.Translate(dst, size);
+    const uint8_t* s = memory_.Translate(src, size);
+    if (d == nullptr || s == nullptr) {
+      return Error(Code::kInvalidValue, "copy range is not device memory");
+    }
+    std::memmove(d, s, size);
+    return Status::Ok();
+  }
+
+  Status Memset(uint64_t dst, uint64_t pitch, uint32_t value, uint32_t element_size,
+                uint64_t width, uint64_t height) override {
+    const uint64_t row_bytes = width * element_size;
+    for (uint64_t row = 0; row < height; ++row) {
+      uint8_t* p = memory_.Translate(dst + row * pitch, row_bytes);
+      if (p == nullptr && row_bytes != 0) {
+        return Error(Code::kInvalidValue, "memset range is not device memory");
+      }
+      switch (element_size) {
+        case 1:
+          std::memset(p, static_cast<int>(value & 0xff), row_bytes);
+          break;
+        case 2:
+          for (uint64_t i = 0; i < width; ++i) {
+            const uint16_t v = static_cast<uint16_t>(value);
+            std::memcpy(p + 2 * i, &v, 2);
+          }
+          break;
+        case 4:
+          for (uint64_t i = 0; i < width; ++i) std::memcpy(p + 4 * i, &value, 4);
+          break;
+        default:
+          return Error(Code::kInvalidValue, "memset element size must be 1, 2 or 4");
+      }
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
+                                               std::string* error_log,
+                                               std::string* info_log) override {
+    if (kind != ImageKind::kPtx) {
+      return Error(Code::kNoBinaryForGpu, "the cpu adapter runs PTX only");
+    }
+    std::string_view text(reinterpret_cast<const char*>(image.data()), image.size());
+    if (auto nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);
+    PVGPU_ASSIGN_OR_RETURN(auto program, ptx::LoadProgram(text, error_log, info_log));
+    std::vector<GlobalInfo> globals;
+    std::vector<uint64_t> addresses;
+    for (const auto& g : program->globals()) {
+      auto address = Allocate(g.size == 0 ? 1 : g.size);
+      if (!address.ok()) {
+        for (uint64_t a : addresses) (void)Free(a);
+        return address.status().WithContext("allocating module global '" + g.name + "'");
+      }
+      if (!g.init.empty()) {
+        PVGPU_TRY(Write(*address, std::span(g.init).first(std::min<size_t>(g.init.size(), g.size))));
+      }
+      globals.push_back({g.name, *address, g.size});
+      addresses.push_back(*address);
+    }
+    return std::unique_ptr<Module>(
+        new CpuModule(std::move(program), std::move(globals), std::move(addresses)));
+  }
+
+  Status Launch(Module& module, uint32_t kernel, const LaunchConfig& config,
+                std::span<const uint8_t> params,
+                const std::function<void(std::string_view)>& print) override {
+    auto& cpu_module = static_cast<CpuModule&>(module);
+    const auto& kernels = cpu_module.program().kernels();
+    if (kernel >= kernels.size()) return Error(Code::kInvalidHandle, "no such kernel");
+    ptx::LaunchConfig launch;
+    launch.grid = {config.grid.x, config.grid.y, config.grid.z};
+    launch.block = {config.block.x, config.block.y, config.block.z};
+    launch.dynamic_shared_bytes = config.shared_bytes;
+    ptx::LaunchEnv env;
+    env.memory = &memory_;
+    env.global_addresses = cpu_module.addresses();
+    env.cancel = &cancel_;
+    env.print = print;
+    return executor_->Launch(cpu_module.program(), kernels[kernel], launch, params, env);
+  }
+
+  void Cancel() override { cancel_.store(true); }
+  uint64_t used_bytes() const override { return memory_.used_bytes(); }
+
+ private:
+  CpuAdapter* adapter_;
+  ptx::Executor* executor_;
+  DeviceMemory memory_;
+  std::atomic<bool> cancel_{false};
+};
+
+}  // namespace
+
+CpuAdapter::CpuAdapter(const CpuAdapterOptions& options, std::shared_ptr<ptx::Executor> executor)
+    : executor_(std::move(executor)),
+      addresses_(WindowBase(options.index), kWindowBytes) {
+  FillCpuAdapterInfo(options, executor_->threads(), &info_);
+}
+
+StatusOr<std::unique_ptr<Context>> CpuAdapter::CreateContext() {
+  return std::unique_ptr<Context>(new CpuContext(this, executor_.get(), &addresses_));
+}
+
+}  // namespace pvgpu::adapters::cpu

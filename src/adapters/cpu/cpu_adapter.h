@@ -1,0 +1,43 @@
+// The cpu adapter: runs PTX on the host's cores through the PTX engine. Always present, so that
+// everything works on a machine with no GPU; the reference the other adapters are compared with.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "adapters/adapter.h"
+#include "adapters/cpu/device_memory.h"
+#include "ptx/ptx.h"
+
+namespace pvgpu::adapters::cpu {
+
+struct CpuAdapterOptions {
+  uint32_t index = 0;          // position among the host's cpu adapters (distinct UUIDs)
+  uint64_t memory_bytes = 0;   // 0: half of the host's physical memory
+  unsigned threads = 0;        // 0: one worker per online CPU
+};
+
+class CpuAdapter final : public Adapter {
+ public:
+  // `executor` is shared by every cpu adapter of the host so that all guests' kernels share the
+  // same cores fairly.
+  CpuAdapter(const CpuAdapterOptions& options, std::shared_ptr<ptx::Executor> executor);
+
+  const AdapterInfo& info() const override { return info_; }
+  StatusOr<std::unique_ptr<Context>> CreateContext() override;
+  uint64_t used_bytes() const override { return used_.load(); }
+
+  // Contexts report their memory here so that adapter-wide use is one atomic read.
+  void AddUsed(int64_t delta) { used_.fetch_add(delta); }
+
+ private:
+  AdapterInfo info_;
+  std::shared_ptr<ptx::Executor> executor_;
+  AddressRange addresses_;
+  std::atomic<uint64_t> used_{0};
+};
+
+// Fills `info` with the attributes of a cpu adapter (exposed for tests and tools).
+void FillCpuAdapterInfo(const CpuAdapterOptions& options, unsigned threads, AdapterInfo* info);
+
+}  // namespace pvgpu::adapters::cpu

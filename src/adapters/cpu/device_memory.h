@@ -1,0 +1,57 @@
+// Device memory of one cpu-adapter context: host buffers behind fake device addresses.
+//
+// Addresses come from a per-adapter AddressRange so that pointers are unique across the
+// adapter's contexts (as with CUDA's unified addressing), are never reused while the window
+// lasts (a stale pointer faults instead of hitting a newer allocation), and are separated by
+// guard gaps (an overrun past the end faults instead of reaching a neighbour).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+
+#include "common/status.h"
+#include "ptx/ptx.h"
+
+namespace pvgpu::adapters::cpu {
+
+// Hands out device address ranges inside [base, base + window).
+class AddressRange {
+ public:
+  AddressRange(uint64_t base, uint64_t window) : base_(base), end_(base + window), next_(base) {}
+  // Returns a free range start for `size` bytes, or 0 when the window is exhausted.
+  uint64_t Reserve(uint64_t size);
+  void Release(uint64_t address);
+
+ private:
+  std::mutex mutex_;
+  uint64_t base_, end_, next_;
+  std::map<uint64_t, uint64_t> live_;  // start -> reserved size
+};
+
+class DeviceMemory final : public ptx::AddressSpace {
+ public:
+  explicit DeviceMemory(AddressRange* range) : range_(range) {}
+  ~DeviceMemory() override;
+
+  StatusOr<uint64_t> Allocate(uint64_t size);
+  Status Free(uint64_t address);
+  uint8_t* Translate(uint64_t address, uint64_t size) override;
+  uint64_t used_bytes() const;
+
+ private:
+  struct Block {
+    uint8_t* data;
+    uint64_t size;
+    bool mapped;  // mmap'd (large) rather than heap-allocated
+  };
+  static void Release(const Block& block);
+
+  AddressRange* range_;
+  mutable std::shared_mutex mutex_;
+  std::map<uint64_t, Block> blocks_;
+  uint64_t used_ = 0;
+};
+
+}  // namespace pvgpu::adapters::cpu

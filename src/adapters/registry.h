@@ -1,0 +1,25 @@
+// Builds the host's adapters from a list such as "cpu", "cpu,cpu" or "cpu:memory=4G".
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapters/adapter.h"
+#include "common/status.h"
+
+namespace pvgpu::adapters {
+
+struct RegistryOptions {
+  unsigned cpu_threads = 0;       // workers shared by all cpu adapters; 0 = one per CPU
+  uint64_t cpu_memory_bytes = 0;  // default budget of each cpu adapter; 0 = half of RAM
+};
+
+// Parses "KIND[:memory=SIZE][,KIND...]". SIZE takes K, M, G suffixes (powers of 1024).
+StatusOr<std::vector<std::unique_ptr<Adapter>>> CreateAdapters(const std::string& spec,
+                                                                const RegistryOptions& options);
+
+// "4G" -> 4 << 30. Returns false on malformed input.
+bool ParseByteSize(const std::string& text, uint64_t* bytes);
+
+}  // namespace pvgpu::adapters
