@@ -1,0 +1,150 @@
+// The channel between one guest and the host (the VMBus role in the original).
+//
+// An Endpoint is one side of an ordered, bidirectional stream of framed messages plus a
+// completion fence. The session layer above it (protocol/, host/, guest/client/) never knows
+// which kind of channel it talks over:
+//   - local:      Unix socket for set-up and fd passing, memfd shared memory holding two
+//                 single-producer/single-consumer byte rings and the fence, eventfd doorbells;
+//   - in-process: a pair of endpoints joined in memory (tests, baselines);
+//   - remote:     TCP with TLS and a token (fences advance by message).
+//
+// Everything a peer writes is hostile to the reader: shared-memory indices and sizes are copied
+// in and validated before use; a violation is a fatal channel error for that endpoint only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pvgpu::transport {
+
+// Transport-level version, checked during connection set-up (before any protocol message).
+inline constexpr uint32_t kTransportVersion = 1;
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+
+  // Largest message Send accepts (the sum of all parts). Callers chunk bulk data below it.
+  virtual size_t max_message_size() const = 0;
+
+  // Appends one message, the concatenation of `parts`, to the outgoing stream. Returns as soon
+  // as the bytes are in the ring (it does not wait for the peer to read them); blocks only while
+  // the ring is full. Errors: kDeviceUnavailable when the peer is gone or the channel is broken.
+  virtual Status Send(std::span<const std::span<const uint8_t>> parts) = 0;
+  Status Send(std::span<const uint8_t> message) {
+    std::span<const uint8_t> parts[] = {message};
+    return Send(parts);
+  }
+
+  // Takes the next incoming message (copied out of shared memory, so the caller may validate it
+  // at leisure). timeout_ms < 0 waits forever. Waiting spins briefly, then sleeps; an idle
+  // endpoint burns no CPU. Errors: kNotReady on timeout, kDeviceUnavailable when the peer is
+  // gone, kInvalidValue (fatal) when the peer corrupted the ring.
+  virtual Status Receive(std::vector<uint8_t>* message, int timeout_ms = -1) = 0;
+
+  // Completion fence. The host publishes the sequence number of the last command it finished;
+  // the guest reads it without a syscall and can wait for a value.
+  virtual void PublishFence(uint64_t value) = 0;                      // host side
+  virtual uint64_t ReadFence() const = 0;                             // guest side
+  virtual Status WaitFence(uint64_t value, int timeout_ms = -1) = 0;  // guest side
+
+  // Passes a file descriptor (a memfd for pinned host memory) to the peer, in order with
+  // other SendFd calls. Not every channel kind supports it (kNotSupported).
+  virtual Status SendFd(int fd) = 0;
+  // Takes the next file descriptor sent by the peer; the caller owns it.
+  virtual StatusOr<int> ReceiveFd(int timeout_ms = -1) = 0;
+
+  // Marks the channel closed; the peer's pending and later calls fail with kDeviceUnavailable.
+  virtual void Close() = 0;
+
+  // "unix:/path", "inprocess", "tcp://..." (for logs).
+  virtual std::string Describe() const = 0;
+
+  // Credentials of the peer process where the channel knows them (SO_PEERCRED on the host side
+  // of a Unix channel); -1 otherwise. The host lists guest processes with these.
+  virtual int peer_pid() const { return -1; }
+  virtual int peer_uid() const { return -1; }
+};
+
+struct ShmOptions {
+  size_t ring_bytes = 8u << 20;   // each direction; a power of two, 64 KiB .. 1 GiB
+  int connect_timeout_ms = 5000;  // for the host's answer to the set-up record
+};
+
+// Unix channel limits. A message may use half a ring: max_message_size() == ring_bytes / 2.
+inline constexpr size_t kMinRingBytes = 64u << 10;
+inline constexpr size_t kMaxRingBytes = 1u << 30;
+
+// Guest side of the local channel: connects to a pvgpud Unix socket, creates and shares the
+// memfd rings and doorbells.
+StatusOr<std::unique_ptr<Endpoint>> ConnectUnix(const std::string& path,
+                                                const ShmOptions& options = {});
+
+// Host side of the local channel.
+class UnixListener {
+ public:
+  // Binds and listens; replaces a stale socket file left by a dead daemon, but refuses to
+  // steal one that a live daemon still answers on (kIllegalState).
+  static StatusOr<std::unique_ptr<UnixListener>> Listen(const std::string& path, int mode = 0666);
+  ~UnixListener();
+
+  // Accepts one guest and completes the transport set-up (validating its memfd, seals, sizes
+  // and doorbells). A guest that fails set-up is dropped with a logged reason and an error
+  // (kInvalidValue, or kNotReady when it stays silent past the set-up timeout).
+  //
+  // Threading: the set-up runs inside Accept, bounded by handshake_timeout_ms (default 5 s) and
+  // cut short by Shutdown, so a silent client stalls a single-threaded accept loop for at most
+  // that long. Daemons that want none of that use AcceptPending (only accept(), never blocks
+  // once fd() is readable) and run PendingGuest::Complete on a per-connection thread.
+  StatusOr<std::unique_ptr<Endpoint>> Accept();
+
+  // One accepted connection whose transport set-up has not run yet. Move-only.
+  class PendingGuest {
+   public:
+    PendingGuest(PendingGuest&& other) noexcept;
+    PendingGuest& operator=(PendingGuest&& other) noexcept;
+    ~PendingGuest();
+    int peer_pid() const { return pid_; }
+    // Receives and validates the guest's set-up record, answers it, and returns the endpoint.
+    StatusOr<std::unique_ptr<Endpoint>> Complete(int timeout_ms = 5000);
+
+   private:
+    friend class UnixListener;
+    PendingGuest(int fd, int pid, int uid, std::string path)
+        : fd_(fd), pid_(pid), uid_(uid), path_(std::move(path)) {}
+    int fd_;
+    int pid_;
+    int uid_;
+    std::string path_;
+  };
+  StatusOr<PendingGuest> AcceptPending();
+  void set_handshake_timeout_ms(int ms) { handshake_timeout_ms_ = ms; }
+  // A descriptor that becomes readable when Accept would not block (for poll loops).
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  // Makes a blocked Accept return kDeviceUnavailable (shutdown).
+  void Shutdown();
+
+ private:
+  UnixListener(int fd, int wake_fd, std::string path)
+      : fd_(fd), wake_fd_(wake_fd), path_(std::move(path)) {}
+  int fd_;
+  int wake_fd_;
+  std::string path_;
+  int handshake_timeout_ms_ = 5000;
+  uint64_t device_ = 0;  // identity of the socket file we bound, so that ~UnixListener
+  uint64_t inode_ = 0;   // never unlinks a successor's socket
+};
+
+// Two endpoints joined in memory: what one sends the other receives.
+std::pair<std::unique_ptr<Endpoint>, std::unique_ptr<Endpoint>> CreateInProcessPair(
+    size_t max_message_size = 4u << 20);
+
+}  // namespace pvgpu::transport

@@ -1,0 +1,93 @@
+// The in-process pair must behave like the Unix channel where callers can tell.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "transport/channel.h"
+
+namespace pvgpu::transport {
+namespace {
+
+TEST(InProcessTest, MessagesFlowBothWaysInOrder) {
+  auto [a, b] = CreateInProcessPair(1024);
+  for (uint8_t i = 0; i < 100; ++i) ASSERT_TRUE(a->Send(std::vector<uint8_t>(i, i)).ok());
+  std::vector<uint8_t> x = {1}, y = {2, 3};
+  std::span<const uint8_t> parts[] = {x, y};
+  ASSERT_TRUE(b->Send(parts).ok());
+  std::vector<uint8_t> got;
+  for (uint8_t i = 0; i < 100; ++i) {
+    ASSERT_TRUE(b->Receive(&got, 0).ok());
+    ASSERT_EQ(got, std::vector<uint8_t>(i, i));
+  }
+  ASSERT_TRUE(a->Receive(&got, 0).ok());
+  EXPECT_EQ(got, (std::vector<uint8_t>{1, 2, 3}));
+  EXPECT_EQ(a->Describe(), "inprocess");
+}
+
+TEST(InProcessTest, EnforcesMaxMessageSizeAndTimesOut) {
+  auto [a, b] = CreateInProcessPair(16);
+  EXPECT_EQ(a->max_message_size(), 16u);
+  EXPECT_EQ(a->Send(std::vector<uint8_t>(17)).code(), Code::kInvalidValue);
+  EXPECT_TRUE(a->Send(std::vector<uint8_t>(16)).ok());
+  std::vector<uint8_t> got;
+  EXPECT_TRUE(b->Receive(&got, 0).ok());
+  EXPECT_EQ(b->Receive(&got, 20).code(), Code::kNotReady);
+}
+
+TEST(InProcessTest, FenceWakesWaiter) {
+  auto [guest, host] = CreateInProcessPair();
+  EXPECT_EQ(guest->WaitFence(1, 10).code(), Code::kNotReady);
+  std::thread publisher([&, &host = host] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    host->PublishFence(3);
+  });
+  EXPECT_TRUE(guest->WaitFence(3, 5000).ok());
+  EXPECT_EQ(guest->ReadFence(), 3u);
+  publisher.join();
+}
+
+TEST(InProcessTest, CloseDrainsThenFailsThePeer) {
+  auto [a, b] = CreateInProcessPair();
+  ASSERT_TRUE(a->Send(std::vector<uint8_t>{7}).ok());
+  a->Close();
+  std::vector<uint8_t> got;
+  EXPECT_TRUE(b->Receive(&got, 0).ok()) << "what was sent before Close still arrives";
+  EXPECT_EQ(b->Receive(&got, -1).code(), Code::kDeviceUnavailable);
+  EXPECT_EQ(b->Send(std::vector<uint8_t>{1}).code(), Code::kDeviceUnavailable);
+  EXPECT_EQ(b->WaitFence(1, -1).code(), Code::kDeviceUnavailable);
+  EXPECT_EQ(b->ReceiveFd(-1).status().code(), Code::kDeviceUnavailable);
+  EXPECT_EQ(a->Send(std::vector<uint8_t>{1}).code(), Code::kDeviceUnavailable);
+}
+
+TEST(InProcessTest, DestroyingOneEndWakesABlockedPeer) {
+  auto [a, b] = CreateInProcessPair();
+  std::thread closer([&, &a = a] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    a.reset();
+  });
+  std::vector<uint8_t> got;
+  EXPECT_EQ(b->Receive(&got, 5000).code(), Code::kDeviceUnavailable);
+  closer.join();
+}
+
+TEST(InProcessTest, PassesDuplicatedFds) {
+  auto [a, b] = CreateInProcessPair();
+  int fd = ::memfd_create("inproc", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "hello", 5), 5);
+  ASSERT_TRUE(a->SendFd(fd).ok());
+  ::close(fd);  // the sender keeps no claim on the receiver's copy
+  StatusOr<int> got = b->ReceiveFd(100);
+  ASSERT_TRUE(got.ok());
+  char buf[6] = {};
+  ASSERT_EQ(::pread(*got, buf, 5, 0), 5);
+  EXPECT_STREQ(buf, "hello");
+  ::close(*got);
+  EXPECT_EQ(b->ReceiveFd(10).status().code(), Code::kNotReady);
+}
+
+}  // namespace
+}  // namespace pvgpu::transport

@@ -1,0 +1,95 @@
+// Reads and writes the shared ring bytes. With ring.h and shm_layout_unsafe.h, the only code
+// that touches memory the peer can write.
+#include "transport/ring.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace pvgpu::transport::internal {
+namespace {
+
+Status Corrupt(const std::string& what) {
+  return Error(Code::kInvalidValue, "corrupt ring: " + what);
+}
+
+}  // namespace
+
+StatusOr<size_t> RingWriter::FreeBytes() const {
+  // Acquire: the consumer finished copying the bytes out before publishing its head.
+  const uint64_t head = Word(*head_word_).load(std::memory_order_acquire);
+  const uint64_t used = tail_ - head;  // modular; a head ahead of our tail wraps to huge
+  if (used > capacity_) {
+    return Corrupt("consumer head " + std::to_string(head) + " is not within " +
+                   std::to_string(capacity_) + " bytes behind tail " + std::to_string(tail_));
+  }
+  return capacity_ - used;
+}
+
+void RingWriter::CopyIn(uint64_t at, const uint8_t* bytes, size_t size) {
+  const size_t pos = at & (capacity_ - 1);
+  const size_t first = std::min(size, capacity_ - pos);
+  std::memcpy(data_ + pos, bytes, first);
+  if (first < size) std::memcpy(data_, bytes + first, size - first);
+}
+
+void RingWriter::Write(std::span<const std::span<const uint8_t>> parts, size_t total) {
+  const uint32_t length = static_cast<uint32_t>(total);
+  // Frames are 8-aligned and the ring is a power of two >= 8: the length word never wraps.
+  std::memcpy(data_ + (tail_ & (capacity_ - 1)), &length, sizeof(length));
+  uint64_t at = tail_ + sizeof(length);
+  for (const auto& part : parts) {
+    if (part.empty()) continue;
+    CopyIn(at, part.data(), part.size());
+    at += part.size();
+  }
+  tail_ += FrameBytes(total);
+  // seq_cst (not just release): pairs with the consumer's seq_cst waiter flag increment, so
+  // either we see its flag and ring its doorbell, or it sees our tail before it sleeps.
+  Word(*tail_word_).store(tail_, std::memory_order_seq_cst);
+}
+
+bool RingReader::HasData() const {
+  return Word(*tail_word_).load(std::memory_order_acquire) != head_;
+}
+
+void RingReader::CopyOut(uint64_t at, uint8_t* bytes, size_t size) const {
+  const size_t pos = at & (capacity_ - 1);
+  const size_t first = std::min(size, capacity_ - pos);
+  std::memcpy(bytes, data_ + pos, first);
+  if (first < size) std::memcpy(bytes + first, data_, size - first);
+}
+
+StatusOr<bool> RingReader::TryRead(std::vector<uint8_t>* out) {
+  // Acquire: the producer wrote the frame before publishing its tail.
+  const uint64_t tail = Word(*tail_word_).load(std::memory_order_acquire);
+  const uint64_t available = tail - head_;
+  if (available == 0) return false;
+  if (available > capacity_) {
+    return Corrupt("producer tail " + std::to_string(tail) + " is not within " +
+                   std::to_string(capacity_) + " bytes ahead of head " + std::to_string(head_));
+  }
+  if (available < 8 || available % 8 != 0) {
+    return Corrupt("producer published " + std::to_string(available) +
+                   " bytes, not a whole number of frames");
+  }
+  uint32_t length;  // copied once: the peer may rewrite it while we look
+  std::memcpy(&length, data_ + (head_ & (capacity_ - 1)), sizeof(length));
+  if (length > max_message_) {
+    return Corrupt("message length " + std::to_string(length) + " exceeds the maximum " +
+                   std::to_string(max_message_));
+  }
+  const size_t frame = FrameBytes(length);
+  if (frame > available) {
+    return Corrupt("message length " + std::to_string(length) + " runs past the " +
+                   std::to_string(available) + " published bytes");
+  }
+  out->resize(length);
+  CopyOut(head_ + sizeof(length), out->data(), length);
+  head_ += frame;
+  // seq_cst for the same Dekker pairing as RingWriter::Write, with the producer's space flag.
+  Word(*head_word_).store(head_, std::memory_order_seq_cst);
+  return true;
+}
+
+}  // namespace pvgpu::transport::internal

@@ -1,0 +1,134 @@
+// The shared byte ring on its own, over ordinary memory.
+#include "transport/ring.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+namespace pvgpu::transport::internal {
+namespace {
+
+constexpr size_t kCapacity = 4096;
+
+struct RingFixture : ::testing::Test {
+  SharedWord tail{0};
+  SharedWord head{0};
+  alignas(64) uint8_t data[kCapacity] = {};
+  RingWriter writer{&tail, &head, data, kCapacity};
+  RingReader reader{&tail, &head, data, kCapacity, kCapacity / 2};
+
+  void Put(const std::vector<uint8_t>& message) {
+    std::span<const uint8_t> parts[] = {message};
+    writer.Write(parts, message.size());
+  }
+};
+
+std::vector<uint8_t> Pattern(size_t size, uint32_t seed) {
+  std::vector<uint8_t> bytes(size);
+  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<uint8_t>(seed * 131 + i * 7);
+  return bytes;
+}
+
+TEST_F(RingFixture, RoundTripsRandomSizesAcrossTheWrap) {
+  std::mt19937 rng(1);
+  std::vector<uint8_t> got;
+  for (uint32_t i = 0; i < 5000; ++i) {
+    const size_t size = (i % 97 == 0) ? kCapacity / 2 : rng() % 700;
+    std::vector<uint8_t> message = Pattern(size, i);
+    ASSERT_GE(*writer.FreeBytes(), FrameBytes(size));
+    Put(message);
+    ASSERT_TRUE(reader.HasData());
+    StatusOr<bool> read = reader.TryRead(&got);
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    ASSERT_TRUE(*read);
+    ASSERT_EQ(got, message) << "message " << i;
+  }
+  EXPECT_FALSE(reader.HasData());
+  EXPECT_GT(tail.value, 100 * kCapacity);  // wrapped many times
+}
+
+TEST_F(RingFixture, MultiPartMessagesAreConcatenated) {
+  std::vector<uint8_t> a = Pattern(5, 1), b, c = Pattern(11, 2);
+  std::span<const uint8_t> parts[] = {a, b, c};
+  writer.Write(parts, 16);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(*reader.TryRead(&got));
+  std::vector<uint8_t> expected = a;
+  expected.insert(expected.end(), c.begin(), c.end());
+  EXPECT_EQ(got, expected);
+}
+
+TEST_F(RingFixture, FreeSpaceShrinksUntilTheReaderCatchesUp) {
+  EXPECT_EQ(*writer.FreeBytes(), kCapacity);
+  Put(Pattern(100, 0));  // frame 104
+  EXPECT_EQ(*writer.FreeBytes(), kCapacity - FrameBytes(100));
+  while (*writer.FreeBytes() >= FrameBytes(100)) Put(Pattern(100, 0));
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(*reader.TryRead(&got));
+  EXPECT_GE(*writer.FreeBytes(), FrameBytes(100));
+}
+
+TEST_F(RingFixture, EmptyRingReadsNothing) {
+  std::vector<uint8_t> got;
+  StatusOr<bool> read = reader.TryRead(&got);
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(*read);
+}
+
+void ExpectCorrupt(RingReader& reader, const char* what) {
+  std::vector<uint8_t> got;
+  StatusOr<bool> read = reader.TryRead(&got);
+  ASSERT_FALSE(read.ok()) << what;
+  EXPECT_EQ(read.status().code(), Code::kInvalidValue);
+  EXPECT_NE(read.status().message().find("corrupt ring"), std::string::npos)
+      << read.status().message();
+}
+
+TEST_F(RingFixture, RejectsTailTooFarAhead) {
+  tail.value = kCapacity + 8;
+  ExpectCorrupt(reader, "tail past capacity");
+}
+
+TEST_F(RingFixture, RejectsTailBehindHead) {
+  tail.value = ~uint64_t{0} - 7;  // "negative" distance
+  ExpectCorrupt(reader, "tail behind head");
+}
+
+TEST_F(RingFixture, RejectsPartialFrames) {
+  tail.value = 12;
+  ExpectCorrupt(reader, "not a multiple of 8");
+}
+
+TEST_F(RingFixture, RejectsHugeLength) {
+  Put(Pattern(8, 0));
+  uint32_t huge = 0xFFFFFFF0u;
+  std::memcpy(data, &huge, sizeof(huge));
+  ExpectCorrupt(reader, "huge length");
+}
+
+TEST_F(RingFixture, RejectsLengthBeyondPublishedBytes) {
+  Put(Pattern(8, 0));  // frame of 16 bytes published
+  uint32_t longer = 100;
+  std::memcpy(data, &longer, sizeof(longer));
+  ExpectCorrupt(reader, "length past tail");
+}
+
+TEST_F(RingFixture, WriterRejectsImpossibleHead) {
+  head.value = 64;  // ahead of our tail of 0
+  StatusOr<size_t> free = writer.FreeBytes();
+  ASSERT_FALSE(free.ok());
+  EXPECT_EQ(free.status().code(), Code::kInvalidValue);
+}
+
+TEST_F(RingFixture, ReaderIgnoresRewrittenHeadWord) {
+  Put(Pattern(10, 3));
+  head.value = 12345;  // the peer scribbles on our index: we keep our own
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(*reader.TryRead(&got));
+  EXPECT_EQ(got, Pattern(10, 3));
+}
+
+}  // namespace
+}  // namespace pvgpu::transport::internal
