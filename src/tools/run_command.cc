@@ -20,15 +20,15 @@ extern char** environ;
 namespace pvgpu::tools {
 namespace {
 
+// Shown by `pvgpu run --help`; hand-wrapped because CLI11 does not wrap descriptions.
 constexpr char kDescription[] =
-    "Run COMMAND with the pvgpu guest libraries (PREFIX/lib/pvgpu) placed first on "
-    "LD_LIBRARY_PATH and PVGPU_HOST naming the host that executes its CUDA calls.\n\n"
-    "The host is, in order: --host ADDR; else PVGPU_HOST when it can be reached; else a private "
-    "pvgpud started for this command alone and stopped when it ends.\n\n"
-    "pvgpu run exits with COMMAND's status (128+N when signal N killed it), 127 when COMMAND "
-    "is not found, 126 when it cannot be executed, 125 when the private host could not start, "
-    "and 2 for usage errors. SIGINT, SIGTERM and SIGHUP sent to pvgpu are passed on to "
-    "COMMAND.";
+    "Run COMMAND with the pvgpu guest libraries (PREFIX/lib/pvgpu) first on LD_LIBRARY_PATH\n"
+    "and PVGPU_HOST naming the host that executes its CUDA calls.\n\n"
+    "The host is, in order: --host ADDR; else PVGPU_HOST when it can be reached; else a\n"
+    "private pvgpud started for this command alone and stopped when it ends.\n\n"
+    "Exit status: COMMAND's (128+N when signal N killed it); 127 when COMMAND is not found,\n"
+    "126 when it cannot be executed, 125 when the private host could not start, 2 for usage\n"
+    "errors. SIGINT, SIGTERM and SIGHUP sent to pvgpu are passed on to COMMAND.\n";
 
 constexpr char kFooter[] =
     "Addresses (ADDR): unix:PATH or a socket path; tcp://HOST:PORT; tls://HOST:PORT.\n\n"
@@ -46,6 +46,10 @@ class RunFormatter : public CLI::Formatter {
  public:
   std::string make_usage(const CLI::App* app, std::string name) const override {
     return "Usage: " + name + " [OPTIONS] [--] COMMAND [ARGS...]\n";
+  }
+  // The subcommand's own description is the one-line summary for `pvgpu --help`.
+  std::string make_description(const CLI::App* app) const override {
+    return std::string(kDescription) + "\n";
   }
 };
 
@@ -173,8 +177,8 @@ Subcommand RegisterRunCommand(CLI::App& app, const std::vector<std::string>* tra
     bool keep_logs = false;
   };
   auto parsed = std::make_shared<Parsed>();
-  CLI::App* run = app.add_subcommand("run", "Run a program against a pvgpu host");
-  run->description(kDescription);
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a program against a pvgpu host (a private one unless one is given)");
   run->footer(kFooter);
   run->formatter(std::make_shared<RunFormatter>());
   // Everything from the first positional on is COMMAND, so `pvgpu run ./app -v` also works
