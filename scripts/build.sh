@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds pvgpu and installs it into a prefix inside the repository.
+#
+#   scripts/build.sh [BUILD_DIR]      BUILD_DIR defaults to build/
+#
+# Environment: PVGPU_INSTALL_PREFIX (default out/, gitignored), PVGPU_JOBS (default nproc),
+# PVGPU_CUDA_ROOT (default /usr/local/cuda), PVGPU_CMAKE_ARGS (extra configure arguments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+build_dir="${1:-build}"
+prefix="${PVGPU_INSTALL_PREFIX:-$root/out}"
+jobs="${PVGPU_JOBS:-$(nproc)}"
+cuda_root="${PVGPU_CUDA_ROOT:-/usr/local/cuda}"
+
+scripts/install-deps.sh
+
+# A build directory configured earlier keeps its generator; asking CMake for another fails.
+generator=(-G Ninja)
+if [[ -f "$build_dir/CMakeCache.txt" ]] && grep -q '^CMAKE_GENERATOR:INTERNAL=' "$build_dir/CMakeCache.txt"; then
+  generator=()
+fi
+# shellcheck disable=SC2086  # PVGPU_CMAKE_ARGS is a list of words on purpose.
+cmake -S . -B "$build_dir" "${generator[@]}" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPVGPU_CUDA_ROOT="$cuda_root" \
+  ${PVGPU_CMAKE_ARGS:-}
+cmake --build "$build_dir" -j"$jobs"
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+echo "build: pvgpu installed in $prefix (run $prefix/bin/pvgpu run -- PROGRAM)"

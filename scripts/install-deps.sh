@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that pvgpu builds and tests with, and checks for the CUDA
+# toolkit (cuda.h is the API pvgpu implements; nvcc compiles test kernels to PTX).
+#
+# Idempotent and fast when nothing is missing: apt-get runs only if dpkg reports a package
+# as not installed. Runs apt-get as root, or through sudo otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build python3
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev
+  libssl-dev libzstd-dev liblz4-dev
+  clang clang-format clang-tidy
+)
+CUDA_ROOT="${PVGPU_CUDA_ROOT:-/usr/local/cuda}"
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  status="$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)"
+  if [[ "$status" != "install ok installed" ]]; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: missing packages: ${missing[*]}"
+  if [[ "$(id -u)" -eq 0 ]]; then
+    as_root=(env)
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo env)
+  else
+    echo "install-deps: error: installing packages needs root or sudo; as root run:" >&2
+    echo "  apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+  "${as_root[@]}" DEBIAN_FRONTEND=noninteractive apt-get update
+  "${as_root[@]}" DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+fi
+
+cuda_ok=1
+for file in include/cuda.h bin/nvcc; do
+  if [[ ! -e "$CUDA_ROOT/$file" ]]; then
+    echo "install-deps: error: $CUDA_ROOT/$file not found." >&2
+    cuda_ok=0
+  fi
+done
+if ((cuda_ok == 0)); then
+  echo "install-deps: pvgpu needs the CUDA toolkit's headers and nvcc (no GPU or driver is" >&2
+  echo "  needed). Install the toolkit under /usr/local/cuda or set PVGPU_CUDA_ROOT." >&2
+  exit 1
+fi
+echo "install-deps: all dependencies present (CUDA toolkit: $CUDA_ROOT)"
