@@ -96,8 +96,10 @@ class UnixListener {
   ~UnixListener();
 
   // Accepts one guest and completes the transport set-up (validating its memfd, seals, sizes
-  // and doorbells). A guest that fails set-up is dropped with a logged reason and an error
-  // (kInvalidValue, or kNotReady when it stays silent past the set-up timeout).
+  // and doorbells). A guest that fails set-up is dropped with a logged reason and an error:
+  // kInvalidValue when rejected, kNotReady when it hangs up or stays silent past the set-up
+  // timeout. Only Shutdown makes Accept return kDeviceUnavailable; an accept loop continues on
+  // any other error.
   //
   // Threading: the set-up runs inside Accept, bounded by handshake_timeout_ms (default 5 s) and
   // cut short by Shutdown, so a silent client stalls a single-threaded accept loop for at most

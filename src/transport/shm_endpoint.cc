@@ -71,7 +71,8 @@ ShmEndpoint::~ShmEndpoint() {
 }
 
 bool ShmEndpoint::peer_closed() const {
-  return Flag(peer_->closed).load(std::memory_order_acquire) != 0;
+  return peer_gone_.load(std::memory_order_relaxed) ||
+         Flag(peer_->closed).load(std::memory_order_acquire) != 0;
 }
 
 Status ShmEndpoint::PeerGone() const {
@@ -129,6 +130,7 @@ Status ShmEndpoint::WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadl
       } else {
         slept = doorbell_.Sleep(generation, deadline);
         if (slept.code() == Code::kDeviceUnavailable) {
+          if (Unusable().ok()) peer_gone_.store(true);
           slept = Unusable().ok() ? PeerGone() : Unusable();
         }
       }
@@ -225,6 +227,7 @@ StatusOr<int> ShmEndpoint::ReceiveFd(int timeout_ms) {
   StatusOr<size_t> got = ReceiveRecord(socket_.get(), &tag, 1, 1, &fds, Deadline(timeout_ms));
   if (!got.ok()) {
     if (got.status().code() == Code::kDeviceUnavailable) {
+      if (Unusable().ok()) peer_gone_.store(true);
       return Unusable().ok() ? PeerGone() : Unusable();
     }
     if (got.status().code() == Code::kNotReady) return got.status();

@@ -85,6 +85,7 @@ class ShmEndpoint final : public Endpoint {
   std::mutex receive_fd_mu_;
   std::atomic<bool> closed_{false};
   std::atomic<bool> poisoned_{false};
+  std::atomic<bool> peer_gone_{false};  // a hang-up was seen: fail fast from now on
   mutable std::mutex poison_mu_;
   Status poison_;
 };

@@ -138,6 +138,15 @@ StatusOr<std::unique_ptr<Endpoint>> ServerHandshake(UniqueFd sock, int pid, int 
       internal::ReceiveRecord(sock.get(), reinterpret_cast<uint8_t*>(&request), sizeof(request), 3,
                               &fds, Deadline(timeout_ms), wake_fd);
   if (!got.ok()) {
+    if (got.status().code() == Code::kDeviceUnavailable) {
+      pollfd wake = {wake_fd, POLLIN, 0};
+      if (wake_fd >= 0 && ::poll(&wake, 1, 0) == 1) {
+        return Error(Code::kDeviceUnavailable, "listener shut down");
+      }
+      // Also what a liveness probe (a second daemon's Listen) looks like: not worth a warning.
+      PVGPU_DEBUG("transport: " << who << " hung up before set-up");
+      return Error(Code::kNotReady, who + " hung up before set-up");
+    }
     Status status = got.status().code() == Code::kNotReady
                         ? Error(Code::kNotReady,
                                 "no set-up record within " + std::to_string(timeout_ms) + " ms")
