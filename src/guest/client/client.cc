@@ -1,0 +1,176 @@
+#include "guest/client/client.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/log.h"
+#include "common/paths.h"
+
+namespace pvgpu::guest {
+
+using protocol::MessageHeader;
+
+Client& Client::Get() {
+  static Client* client = new Client();
+  return *client;
+}
+
+Client::Client() {
+  const char* pipeline = std::getenv("PVGPU_PIPELINE");
+  pipelined_ = !(pipeline != nullptr && std::string(pipeline) == "0");
+}
+
+Status Client::Connect() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (attempted_) return connect_status_;
+  attempted_ = true;
+  const std::string address = GuestHostAddress();
+  std::string path;
+  if (!LocalSocketPath(address, &path)) {
+    connect_status_ = Error(Code::kNoDevice, "unsupported PVGPU_HOST '" + address + "'");
+    PVGPU_WARN(connect_status_.message());
+    return connect_status_;
+  }
+  auto endpoint = transport::ConnectUnix(path);
+  if (!endpoint.ok()) {
+    connect_status_ = Error(Code::kNoDevice, "no pvgpu host at " + address + ": " +
+                                                 endpoint.status().message());
+    PVGPU_INFO(connect_status_.message());
+    return connect_status_;
+  }
+  endpoint_ = std::move(endpoint).value();
+  max_payload_ = endpoint_->max_message_size() - sizeof(MessageHeader) - 64;
+  protocol::HelloRequest hello;
+  hello.protocol_version = protocol::kProtocolVersion;
+  hello.guest_pid = static_cast<uint32_t>(getpid());
+  {
+    char name[64] = {};
+    FILE* comm = std::fopen("/proc/self/comm", "r");
+    if (comm != nullptr) {
+      if (std::fgets(name, sizeof(name), comm) != nullptr) {
+        name[strcspn(name, "\n")] = '\0';
+      }
+      std::fclose(comm);
+    }
+    std::memcpy(hello.guest_name, name, sizeof(hello.guest_name));
+  }
+  uint64_t seq = 0;
+  std::vector<uint8_t> bytes;
+  Code code = SendLocked(static_cast<uint32_t>(protocol::Op::kHello), 0,
+                         {reinterpret_cast<const uint8_t*>(&hello), sizeof(hello)}, {}, &seq);
+  if (code == Code::kOk) code = AwaitReplyLocked(seq, &bytes);
+  if (code == Code::kOk && bytes.size() >= sizeof(hello_)) {
+    std::memcpy(&hello_, bytes.data(), sizeof(hello_));
+    code = static_cast<Code>(hello_.result);
+  } else if (code == Code::kOk) {
+    code = Code::kUnknown;
+  }
+  if (code != Code::kOk) {
+    connect_status_ = Error(code == Code::kNotSupported ? Code::kNotSupported : Code::kNoDevice,
+                            "pvgpu host at " + address + " refused the session (" +
+                                CodeName(code) + ")");
+    PVGPU_WARN(connect_status_.message());
+    endpoint_.reset();
+    return connect_status_;
+  }
+  PVGPU_DEBUG("connected to " << endpoint_->Describe() << ", session " << hello_.session_id
+                              << ", " << hello_.adapter_count << " adapter(s)");
+  connected_.store(true, std::memory_order_release);
+  return Status::Ok();
+}
+
+Code Client::Broken(const Status& status) {
+  if (!broken_.exchange(true)) {
+    PVGPU_ERROR("lost the pvgpu host: " << status.ToString()
+                                        << "; every further call fails");
+  }
+  return Code::kDeviceUnavailable;
+}
+
+Code Client::SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fixed,
+                        std::span<const uint8_t> payload, uint64_t* seq) {
+  if (broken_.load()) return Code::kDeviceUnavailable;
+  MessageHeader header;
+  header.op = op;
+  header.flags = flags;
+  header.seq = last_seq_.load(std::memory_order_relaxed) + 1;
+  std::span<const uint8_t> parts[] = {
+      {reinterpret_cast<const uint8_t*>(&header), sizeof(header)}, fixed, payload};
+  Status sent = endpoint_->Send(parts);
+  if (!sent.ok()) return Broken(sent);
+  last_seq_.store(header.seq, std::memory_order_release);
+  if (seq != nullptr) *seq = header.seq;
+  return Code::kOk;
+}
+
+Code Client::AwaitReplyLocked(uint64_t seq, std::vector<uint8_t>* reply) {
+  for (;;) {
+    Status received = endpoint_->Receive(&scratch_, -1);
+    if (!received.ok()) return Broken(received);
+    if (scratch_.size() < sizeof(MessageHeader)) {
+      return Broken(Error(Code::kUnknown, "malformed message from the host"));
+    }
+    MessageHeader header;
+    std::memcpy(&header, scratch_.data(), sizeof(header));
+    std::span<const uint8_t> body(scratch_.data() + sizeof(header),
+                                  scratch_.size() - sizeof(header));
+    if ((header.flags & protocol::kFlagReply) == 0) {
+      HandleUnsolicited(header, body);
+      continue;
+    }
+    if (header.seq != seq) {
+      return Broken(Error(Code::kUnknown, "reply to message " + std::to_string(header.seq) +
+                                              " while waiting for " + std::to_string(seq)));
+    }
+    reply->assign(body.begin(), body.end());
+    return Code::kOk;
+  }
+}
+
+void Client::HandleUnsolicited(const MessageHeader& header, std::span<const uint8_t> body) {
+  if (header.op == static_cast<uint32_t>(protocol::Op::kPrint) &&
+      body.size() >= sizeof(protocol::PrintRequest)) {
+    // Device printf output goes where the program's own stdout goes.
+    const auto text = body.subspan(sizeof(protocol::PrintRequest));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  PVGPU_DEBUG("ignoring host message op " << header.op);
+}
+
+Code Client::Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
+                      std::span<const uint8_t> request_payload, std::vector<uint8_t>* reply,
+                      uint64_t* seq) {
+  if (!connected()) {
+    Status status = Connect();
+    if (!status.ok()) return status.code();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t sent_seq = 0;
+  const uint32_t flags = (async && reply != nullptr) ? protocol::kFlagWantReply : 0;
+  Code code = SendLocked(op, flags, fixed, request_payload, &sent_seq);
+  if (code != Code::kOk) return code;
+  if (seq != nullptr) *seq = sent_seq;
+  if (reply == nullptr) return Code::kOk;
+  return AwaitReplyLocked(sent_seq, reply);
+}
+
+bool Client::Done(uint64_t seq) const {
+  return endpoint_ != nullptr && endpoint_->ReadFence() >= seq;
+}
+
+Code Client::WaitDone(uint64_t seq) {
+  if (broken_.load()) return Code::kDeviceUnavailable;
+  if (Done(seq)) return Code::kOk;
+  // One waiter at a time on the host's doorbell, so a reply wake-up is never taken by a
+  // fence waiter (or the other way round).
+  std::lock_guard<std::mutex> lock(mutex_);
+  Status waited = endpoint_->WaitFence(seq, -1);
+  if (!waited.ok()) return Broken(waited);
+  return Code::kOk;
+}
+
+}  // namespace pvgpu::guest

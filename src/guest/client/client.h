@@ -1,0 +1,119 @@
+// The guest's side of a session: one connection per process to the host named by PVGPU_HOST,
+// request encoding, replies, and the completion fence. Used by libcuda.so.1 and
+// libnvidia-ml.so.1.
+//
+// Asynchronous requests (kAsync in messages.json) are appended to the ring and return at once;
+// their seq is the fence value that marks them done. PVGPU_PIPELINE=0 makes every request wait
+// for the host's answer, reproducing the original GPU-PV's behaviour for comparison.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "protocol/wire.h"
+#include "transport/channel.h"
+
+namespace pvgpu::guest {
+
+class Client {
+ public:
+  // The process-wide client (never destroyed, so that calls from atexit handlers still work).
+  static Client& Get();
+
+  // Connects and says Hello, once. Later calls return the first outcome. kNoDevice when no
+  // host answers (so CUDA programs see "no CUDA-capable device"), kDeviceUnavailable when the
+  // channel broke later.
+  Status Connect();
+  bool connected() const { return connected_.load(std::memory_order_acquire); }
+  const protocol::HelloReply& hello() const { return hello_; }
+
+  // Sends a request and waits for its reply. The reply's fixed part lands in *reply (which may
+  // be null) and its payload in *payload. Returns the result code the host put in the reply.
+  template <typename Request>
+  Code Call(const Request& request, std::span<const uint8_t> request_payload = {},
+            typename Request::Reply* reply = nullptr, std::vector<uint8_t>* payload = nullptr);
+
+  // Appends an asynchronous request; *seq receives its fence value. Returns kOk, or the
+  // host's result in unpipelined mode, or kDeviceUnavailable.
+  template <typename Request>
+  Code Post(const Request& request, std::span<const uint8_t> request_payload = {},
+            uint64_t* seq = nullptr);
+
+  // True once the host has finished every message up to `seq` (no message sent).
+  bool Done(uint64_t seq) const;
+  // Waits until Done(seq); kDeviceUnavailable if the host goes away meanwhile.
+  Code WaitDone(uint64_t seq);
+  // The seq of the last message sent.
+  uint64_t last_seq() const { return last_seq_.load(std::memory_order_acquire); }
+
+  // Guest-chosen handles: unique for the life of the process.
+  uint64_t NewHandle() { return next_handle_.fetch_add(1); }
+  // Largest payload a single message may carry (callers chunk bulk data by it).
+  size_t max_payload() const { return max_payload_; }
+  bool pipelined() const { return pipelined_; }
+
+ private:
+  Client();
+  Code Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
+                std::span<const uint8_t> request_payload, std::vector<uint8_t>* reply,
+                uint64_t* seq);
+  Code SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fixed,
+                  std::span<const uint8_t> payload, uint64_t* seq);
+  Code AwaitReplyLocked(uint64_t seq, std::vector<uint8_t>* reply);
+  void HandleUnsolicited(const protocol::MessageHeader& header, std::span<const uint8_t> body);
+  Code Broken(const Status& status);
+
+  std::mutex mutex_;
+  std::unique_ptr<transport::Endpoint> endpoint_;
+  std::atomic<bool> connected_{false};
+  bool attempted_ = false;
+  Status connect_status_;
+  protocol::HelloReply hello_{};
+  std::atomic<uint64_t> last_seq_{0};
+  std::atomic<uint64_t> next_handle_{1};
+  std::atomic<bool> broken_{false};
+  size_t max_payload_ = 0;
+  bool pipelined_ = true;
+  std::vector<uint8_t> scratch_;
+};
+
+template <typename Request>
+Code Client::Call(const Request& request, std::span<const uint8_t> request_payload,
+                  typename Request::Reply* reply, std::vector<uint8_t>* payload) {
+  static_assert(!Request::kHostToGuest);
+  std::vector<uint8_t> bytes;
+  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), false,
+                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
+                             request_payload, &bytes, nullptr);
+  if (sent != Code::kOk) return sent;
+  typename Request::Reply fixed;
+  if (bytes.size() < sizeof(fixed)) return Broken(Error(Code::kUnknown, "short reply"));
+  std::memcpy(&fixed, bytes.data(), sizeof(fixed));
+  if (reply != nullptr) *reply = fixed;
+  if (payload != nullptr) payload->assign(bytes.begin() + sizeof(fixed), bytes.end());
+  return static_cast<Code>(fixed.result);
+}
+
+template <typename Request>
+Code Client::Post(const Request& request, std::span<const uint8_t> request_payload,
+                  uint64_t* seq) {
+  static_assert(Request::kAsync);
+  std::vector<uint8_t> bytes;
+  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), true,
+                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
+                             request_payload, pipelined_ ? nullptr : &bytes, seq);
+  if (sent != Code::kOk || pipelined_) return sent;
+  typename Request::Reply fixed;
+  if (bytes.size() < sizeof(fixed)) return Broken(Error(Code::kUnknown, "short reply"));
+  std::memcpy(&fixed, bytes.data(), sizeof(fixed));
+  return static_cast<Code>(fixed.result);
+}
+
+}  // namespace pvgpu::guest

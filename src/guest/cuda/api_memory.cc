@@ -1,0 +1,298 @@
+// Driver API: device memory, copies and memsets.
+//
+// Ranges are checked here against the guest's record of allocations so that a bad pointer gets
+// CUDA_ERROR_INVALID_VALUE at the call, as with the real driver; the host checks again. Copies
+// to the device and memsets are posted without waiting (the data rides in the ring, so the
+// caller's buffer is free again on return); copies to the host wait for their data.
+#include <algorithm>
+#include <vector>
+
+#include "guest/cuda/state.h"
+
+using pvgpu::Code;
+using pvgpu::guest::Client;
+using pvgpu::guest::DriverState;
+using pvgpu::guest::ToCu;
+namespace protocol = pvgpu::protocol;
+
+namespace {
+
+// The context that owns [dptr, dptr + size), with unified addressing as in CUDA.
+CUresult OwnerOf(CUdeviceptr dptr, size_t size, CUctx_st** owner) {
+  if (!pvgpu::guest::FindAllocation(dptr, size, owner)) return CUDA_ERROR_INVALID_VALUE;
+  return pvgpu::guest::LiveContext(*owner) ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
+  CUctx_st* ctx = nullptr;
+  uint64_t wire_stream = 0;
+  if (CUresult r = pvgpu::guest::ResolveStream(stream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (src == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* owner = nullptr;
+  if (CUresult r = OwnerOf(dst, bytes, &owner); r != CUDA_SUCCESS) return r;
+  if (owner != ctx) wire_stream = 0;  // another context's memory: its own default stream
+  Client& client = Client::Get();
+  const auto* data = static_cast<const uint8_t*>(src);
+  uint64_t seq = 0;
+  for (size_t done = 0; done < bytes;) {
+    const size_t chunk = std::min(bytes - done, client.max_payload());
+    protocol::MemcpyHtoDRequest request;
+    request.ctx = owner->handle;
+    request.stream = wire_stream;
+    request.dst = dst + done;
+    if (Code code = client.Post(request, {data + done, chunk}, &seq); code != Code::kOk) {
+      return ToCu(code);
+    }
+    done += chunk;
+  }
+  pvgpu::guest::NoteSubmitted(owner, owner == ctx ? stream : nullptr, seq);
+  return CUDA_SUCCESS;
+}
+
+CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  CUctx_st* ctx = nullptr;
+  uint64_t wire_stream = 0;
+  if (CUresult r = pvgpu::guest::ResolveStream(stream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (dst == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* owner = nullptr;
+  if (CUresult r = OwnerOf(src, bytes, &owner); r != CUDA_SUCCESS) return r;
+  if (owner != ctx) wire_stream = 0;
+  Client& client = Client::Get();
+  auto* out = static_cast<uint8_t*>(dst);
+  std::vector<uint8_t> data;
+  for (size_t done = 0; done < bytes;) {
+    const size_t chunk = std::min(bytes - done, client.max_payload());
+    protocol::MemcpyDtoHRequest request;
+    request.ctx = owner->handle;
+    request.stream = wire_stream;
+    request.src = src + done;
+    request.size = chunk;
+    if (Code code = client.Call(request, {}, nullptr, &data); code != Code::kOk) {
+      return ToCu(code);
+    }
+    if (data.size() != chunk) return CUDA_ERROR_UNKNOWN;
+    std::copy(data.begin(), data.end(), out + done);
+    done += chunk;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CopyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  CUctx_st* ctx = nullptr;
+  uint64_t wire_stream = 0;
+  if (CUresult r = pvgpu::guest::ResolveStream(stream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (bytes == 0) return CUDA_SUCCESS;
+  CUctx_st* dst_owner = nullptr;
+  CUctx_st* src_owner = nullptr;
+  if (CUresult r = OwnerOf(dst, bytes, &dst_owner); r != CUDA_SUCCESS) return r;
+  if (CUresult r = OwnerOf(src, bytes, &src_owner); r != CUDA_SUCCESS) return r;
+  if (dst_owner != src_owner) {
+    // Between contexts (and so possibly adapters): staged through the guest.
+    std::vector<uint8_t> staging(bytes);
+    if (CUresult r = CopyDtoH(staging.data(), src, bytes, stream); r != CUDA_SUCCESS) return r;
+    return CopyHtoD(dst, staging.data(), bytes, stream);
+  }
+  if (dst_owner != ctx) wire_stream = 0;
+  protocol::MemcpyDtoDRequest request;
+  request.ctx = dst_owner->handle;
+  request.stream = wire_stream;
+  request.dst = dst;
+  request.src = src;
+  request.size = bytes;
+  uint64_t seq = 0;
+  if (Code code = Client::Get().Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
+  pvgpu::guest::NoteSubmitted(dst_owner, dst_owner == ctx ? stream : nullptr, seq);
+  return CUDA_SUCCESS;
+}
+
+CUresult Memset(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t element, size_t width,
+                size_t height, CUstream stream) {
+  CUctx_st* ctx = nullptr;
+  uint64_t wire_stream = 0;
+  if (CUresult r = pvgpu::guest::ResolveStream(stream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (width == 0 || height == 0) return CUDA_SUCCESS;
+  if (dst % element != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (height > 1 && pitch < width * element) return CUDA_ERROR_INVALID_VALUE;
+  const size_t extent = (height - 1) * pitch + width * element;
+  CUctx_st* owner = nullptr;
+  if (CUresult r = OwnerOf(dst, extent, &owner); r != CUDA_SUCCESS) return r;
+  if (owner != ctx) wire_stream = 0;
+  protocol::MemsetRequest request;
+  request.ctx = owner->handle;
+  request.stream = wire_stream;
+  request.dst = dst;
+  request.pitch = height > 1 ? pitch : width * element;
+  request.value = value;
+  request.element_size = element;
+  request.width = width;
+  request.height = height;
+  uint64_t seq = 0;
+  if (Code code = Client::Get().Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
+  pvgpu::guest::NoteSubmitted(owner, owner == ctx ? stream : nullptr, seq);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
+  PVGPU_API_TRACE("cuMemAlloc_v2", dptr << ", " << bytesize);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  protocol::MemAllocRequest request;
+  request.ctx = ctx->handle;
+  request.size = bytesize;
+  protocol::MemAllocReply reply;
+  if (Code code = Client::Get().Call(request, {}, &reply); code != Code::kOk) return ToCu(code);
+  auto& state = DriverState::Get();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex());
+    state.allocations[reply.dptr] = {bytesize, ctx};
+  }
+  *dptr = reply.dptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+  PVGPU_API_TRACE("cuMemFree_v2", "0x" << std::hex << dptr);
+  if (CUresult init = DriverState::Get().CheckInit(); init != CUDA_SUCCESS) return init;
+  if (dptr == 0) return CUDA_SUCCESS;
+  auto& state = DriverState::Get();
+  CUctx_st* owner = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex());
+    auto it = state.allocations.find(dptr);
+    if (it == state.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+    owner = it->second.second;
+    if (state.contexts.count(owner) == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  }
+  protocol::MemFreeRequest request;
+  request.ctx = owner->handle;
+  request.dptr = dptr;
+  const Code code = Client::Get().Call(request);
+  if (code == Code::kOk || code == Code::kInvalidValue) {
+    std::lock_guard<std::mutex> lock(state.mutex());
+    state.allocations.erase(dptr);
+  }
+  return ToCu(code);
+}
+
+CUresult CUDAAPI cuMemGetInfo(size_t* free, size_t* total) {
+  PVGPU_API_TRACE("cuMemGetInfo_v2", free << ", " << total);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  protocol::MemGetInfoRequest request;
+  request.ctx = ctx->handle;
+  protocol::MemGetInfoReply reply;
+  if (Code code = Client::Get().Call(request, {}, &reply); code != Code::kOk) return ToCu(code);
+  *free = reply.free;
+  *total = reply.total;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
+  PVGPU_API_TRACE("cuMemGetAddressRange_v2", pbase << ", " << psize << ", 0x" << std::hex << dptr);
+  if (CUresult init = DriverState::Get().CheckInit(); init != CUDA_SUCCESS) return init;
+  auto& state = DriverState::Get();
+  std::lock_guard<std::mutex> lock(state.mutex());
+  auto it = state.allocations.upper_bound(dptr);
+  if (it == state.allocations.begin()) return CUDA_ERROR_NOT_FOUND;
+  --it;
+  if (dptr - it->first >= it->second.first) return CUDA_ERROR_NOT_FOUND;
+  if (pbase != nullptr) *pbase = it->first;
+  if (psize != nullptr) *psize = it->second.first;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  PVGPU_API_TRACE("cuMemcpyHtoD_v2", "0x" << std::hex << dst << ", " << src << ", " << std::dec << bytes);
+  return CopyHtoD(dst, src, bytes, nullptr);
+}
+
+CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  PVGPU_API_TRACE("cuMemcpyDtoH_v2", dst << ", 0x" << std::hex << src << ", " << std::dec << bytes);
+  return CopyDtoH(dst, src, bytes, nullptr);
+}
+
+CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  PVGPU_API_TRACE("cuMemcpyDtoD_v2", "0x" << std::hex << dst << ", 0x" << src << ", " << std::dec << bytes);
+  return CopyDtoD(dst, src, bytes, nullptr);
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream s) {
+  PVGPU_API_TRACE("cuMemcpyHtoDAsync_v2", "0x" << std::hex << dst << ", " << src << ", " << std::dec << bytes << ", " << s);
+  return CopyHtoD(dst, src, bytes, s);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  PVGPU_API_TRACE("cuMemcpyDtoHAsync_v2", dst << ", 0x" << std::hex << src << ", " << std::dec << bytes << ", " << s);
+  return CopyDtoH(dst, src, bytes, s);
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  PVGPU_API_TRACE("cuMemcpyDtoDAsync_v2", "0x" << std::hex << dst << ", 0x" << src << ", " << std::dec << bytes << ", " << s);
+  return CopyDtoD(dst, src, bytes, s);
+}
+
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr dst, unsigned char uc, size_t n) {
+  PVGPU_API_TRACE("cuMemsetD8_v2", "0x" << std::hex << dst << ", " << +uc << ", " << std::dec << n);
+  return Memset(dst, 0, uc, 1, n, 1, nullptr);
+}
+
+CUresult CUDAAPI cuMemsetD16(CUdeviceptr dst, unsigned short us, size_t n) {
+  PVGPU_API_TRACE("cuMemsetD16_v2", "0x" << std::hex << dst << ", " << us << ", " << std::dec << n);
+  return Memset(dst, 0, us, 2, n, 1, nullptr);
+}
+
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int ui, size_t n) {
+  PVGPU_API_TRACE("cuMemsetD32_v2", "0x" << std::hex << dst << ", " << ui << ", " << std::dec << n);
+  return Memset(dst, 0, ui, 4, n, 1, nullptr);
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s) {
+  PVGPU_API_TRACE("cuMemsetD8Async", "0x" << std::hex << dst << ", " << +uc << ", " << std::dec << n << ", " << s);
+  return Memset(dst, 0, uc, 1, n, 1, s);
+}
+
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dst, unsigned short us, size_t n, CUstream s) {
+  PVGPU_API_TRACE("cuMemsetD16Async", "0x" << std::hex << dst << ", " << us << ", " << std::dec << n << ", " << s);
+  return Memset(dst, 0, us, 2, n, 1, s);
+}
+
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s) {
+  PVGPU_API_TRACE("cuMemsetD32Async", "0x" << std::hex << dst << ", " << ui << ", " << std::dec << n << ", " << s);
+  return Memset(dst, 0, ui, 4, n, 1, s);
+}
+
+CUresult CUDAAPI cuMemsetD2D8(CUdeviceptr dst, size_t pitch, unsigned char uc, size_t width,
+                              size_t height) {
+  PVGPU_API_TRACE("cuMemsetD2D8_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", " << +uc << ", " << width << ", " << height);
+  return Memset(dst, pitch, uc, 1, width, height, nullptr);
+}
+
+CUresult CUDAAPI cuMemsetD2D16(CUdeviceptr dst, size_t pitch, unsigned short us, size_t width,
+                               size_t height) {
+  PVGPU_API_TRACE("cuMemsetD2D16_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", " << us << ", " << width << ", " << height);
+  return Memset(dst, pitch, us, 2, width, height, nullptr);
+}
+
+CUresult CUDAAPI cuMemsetD2D32(CUdeviceptr dst, size_t pitch, unsigned int ui, size_t width,
+                               size_t height) {
+  PVGPU_API_TRACE("cuMemsetD2D32_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", " << ui << ", " << width << ", " << height);
+  return Memset(dst, pitch, ui, 4, width, height, nullptr);
+}
+
+}  // extern "C"

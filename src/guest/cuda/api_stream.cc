@@ -1,0 +1,248 @@
+// Driver API: streams and events. Creation, recording and destruction are posted without
+// waiting; queries read the shared completion fence and send nothing.
+#include "guest/cuda/state.h"
+
+using pvgpu::Code;
+using pvgpu::guest::Client;
+using pvgpu::guest::DriverState;
+using pvgpu::guest::ToCu;
+namespace protocol = pvgpu::protocol;
+
+namespace {
+
+bool LiveStream(CUstream stream) {
+  auto& state = DriverState::Get();
+  std::lock_guard<std::mutex> lock(state.mutex());
+  return state.streams.count(stream) != 0;
+}
+
+bool LiveEvent(CUevent event) {
+  auto& state = DriverState::Get();
+  std::lock_guard<std::mutex> lock(state.mutex());
+  return event != nullptr && state.events.count(event) != 0 &&
+         state.contexts.count(event->ctx) != 0;
+}
+
+// Fence value that marks all work submitted so far on `stream` (default stream: the context's).
+CUresult LastSeq(CUstream stream, uint64_t* seq, CUctx_st** ctx) {
+  uint64_t wire = 0;
+  if (CUresult r = pvgpu::guest::ResolveStream(stream, ctx, &wire); r != CUDA_SUCCESS) return r;
+  auto& state = DriverState::Get();
+  std::lock_guard<std::mutex> lock(state.mutex());
+  // Work runs in submission order on the host, so the context's last submission bounds the
+  // default stream, which synchronizes with every other stream (legacy semantics).
+  *seq = wire == 0 ? (*ctx)->last_seq : stream->last_seq;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+  PVGPU_API_TRACE("cuStreamCreateWithPriority", phStream << ", " << flags << ", " << priority);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (phStream == nullptr || (flags & ~CU_STREAM_NON_BLOCKING) != 0) return CUDA_ERROR_INVALID_VALUE;
+  // Priorities are clamped to the device's range [-5, 0], as the driver does.
+  priority = std::max(-5, std::min(0, priority));
+  auto* stream = new CUstream_st();
+  stream->ctx = ctx;
+  stream->flags = flags;
+  stream->priority = priority;
+  stream->handle = Client::Get().NewHandle();
+  protocol::StreamCreateRequest request;
+  request.ctx = ctx->handle;
+  request.stream = stream->handle;
+  request.flags = flags;
+  request.priority = priority;
+  if (Code code = Client::Get().Post(request); code != Code::kOk) {
+    delete stream;
+    return ToCu(code);
+  }
+  auto& state = DriverState::Get();
+  std::lock_guard<std::mutex> lock(state.mutex());
+  state.streams.insert(stream);
+  *phStream = stream;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int flags) {
+  return cuStreamCreateWithPriority(phStream, flags, 0);
+}
+
+CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+  PVGPU_API_TRACE("cuStreamDestroy_v2", hStream);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  auto& state = DriverState::Get();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex());
+    if (hStream == nullptr || state.streams.count(hStream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    state.streams.erase(hStream);
+  }
+  protocol::StreamDestroyRequest request;
+  request.ctx = hStream->ctx->handle;
+  request.stream = hStream->handle;
+  const Code code = Client::Get().Post(request);
+  delete hStream;
+  return ToCu(code);
+}
+
+CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
+  PVGPU_API_TRACE("cuStreamQuery", hStream);
+  uint64_t seq = 0;
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = LastSeq(hStream, &seq, &ctx); r != CUDA_SUCCESS) return r;
+  return Client::Get().Done(seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
+  PVGPU_API_TRACE("cuStreamSynchronize", hStream);
+  CUctx_st* ctx = nullptr;
+  uint64_t wire = 0;
+  if (CUresult r = pvgpu::guest::ResolveStream(hStream, &ctx, &wire); r != CUDA_SUCCESS) return r;
+  // A round trip: it also collects the first asynchronous error of the stream.
+  protocol::StreamSynchronizeRequest request;
+  request.ctx = ctx->handle;
+  request.stream = wire;
+  return ToCu(Client::Get().Call(request));
+}
+
+CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int* priority) {
+  PVGPU_API_TRACE("cuStreamGetPriority", hStream << ", " << priority);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (priority == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+    *priority = 0;
+    return CUDA_SUCCESS;
+  }
+  if (!LiveStream(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+  *priority = hStream->priority;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int* flags) {
+  PVGPU_API_TRACE("cuStreamGetFlags", hStream << ", " << flags);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+    *flags = 0;
+    return CUDA_SUCCESS;
+  }
+  if (!LiveStream(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+  *flags = hStream->flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  PVGPU_API_TRACE("cuCtxGetStreamPriorityRange", leastPriority << ", " << greatestPriority);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (leastPriority != nullptr) *leastPriority = 0;
+  if (greatestPriority != nullptr) *greatestPriority = -5;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int flags) {
+  PVGPU_API_TRACE("cuEventCreate", phEvent << ", " << flags);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
+  constexpr unsigned int kKnown =
+      CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (phEvent == nullptr || (flags & ~kKnown) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((flags & CU_EVENT_INTERPROCESS) != 0 && (flags & CU_EVENT_DISABLE_TIMING) == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto* event = new CUevent_st();
+  event->ctx = ctx;
+  event->flags = flags;
+  event->handle = Client::Get().NewHandle();
+  protocol::EventCreateRequest request;
+  request.ctx = ctx->handle;
+  request.event = event->handle;
+  request.flags = flags;
+  if (Code code = Client::Get().Post(request); code != Code::kOk) {
+    delete event;
+    return ToCu(code);
+  }
+  auto& state = DriverState::Get();
+  std::lock_guard<std::mutex> lock(state.mutex());
+  state.events.insert(event);
+  *phEvent = event;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
+  PVGPU_API_TRACE("cuEventDestroy_v2", hEvent);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  auto& state = DriverState::Get();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex());
+    if (hEvent == nullptr || state.events.count(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    state.events.erase(hEvent);
+  }
+  protocol::EventDestroyRequest request;
+  request.ctx = hEvent->ctx->handle;
+  request.event = hEvent->handle;
+  const Code code = Client::Get().Post(request);
+  delete hEvent;
+  return ToCu(code);
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
+  PVGPU_API_TRACE("cuEventRecord", hEvent << ", " << hStream);
+  CUctx_st* ctx = nullptr;
+  uint64_t wire = 0;
+  if (CUresult r = pvgpu::guest::ResolveStream(hStream, &ctx, &wire); r != CUDA_SUCCESS) return r;
+  if (!LiveEvent(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  if (hEvent->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
+  protocol::EventRecordRequest request;
+  request.ctx = ctx->handle;
+  request.event = hEvent->handle;
+  request.stream = wire;
+  uint64_t seq = 0;
+  if (Code code = Client::Get().Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
+  hEvent->record_seq = seq;
+  pvgpu::guest::NoteSubmitted(ctx, hStream, seq);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  PVGPU_API_TRACE("cuEventQuery", hEvent);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (!LiveEvent(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  // An event never recorded counts as complete, as in CUDA.
+  return Client::Get().Done(hEvent->record_seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+  PVGPU_API_TRACE("cuEventSynchronize", hEvent);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (!LiveEvent(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  return ToCu(Client::Get().WaitDone(hEvent->record_seq));
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  PVGPU_API_TRACE("cuEventElapsedTime_v2", pMilliseconds << ", " << hStart << ", " << hEnd);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (pMilliseconds == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!LiveEvent(hStart) || !LiveEvent(hEnd)) return CUDA_ERROR_INVALID_HANDLE;
+  if (hStart->ctx != hEnd->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING) != 0) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (hStart->record_seq == 0 || hEnd->record_seq == 0) return CUDA_ERROR_INVALID_HANDLE;
+  Client& client = Client::Get();
+  if (!client.Done(hStart->record_seq) || !client.Done(hEnd->record_seq)) {
+    return CUDA_ERROR_NOT_READY;
+  }
+  protocol::EventElapsedTimeRequest request;
+  request.ctx = hStart->ctx->handle;
+  request.start = hStart->handle;
+  request.end = hEnd->handle;
+  protocol::EventElapsedTimeReply reply;
+  if (Code code = client.Call(request, {}, &reply); code != Code::kOk) return ToCu(code);
+  *pMilliseconds = reply.milliseconds;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,135 @@
+// Guest-side objects behind the CUDA driver API's opaque handles, and the process state of the
+// user-mode driver: initialization, devices, primary contexts, the per-thread context stack.
+//
+// Handles given to the application are pointers to these objects. Every entry point checks a
+// handle against the registry of live objects before touching it, so a stale or forged handle
+// gets CUDA_ERROR_INVALID_HANDLE / INVALID_CONTEXT instead of a crash.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "guest/client/client.h"
+#include "protocol/wire.h"
+
+// The opaque types cuda.h declares; defined here as the guest's records.
+struct CUctx_st {
+  uint64_t handle = 0;
+  CUdevice device = 0;
+  unsigned int flags = 0;
+  bool primary = false;
+  uint64_t last_seq = 0;  // fence value of the last work submitted in this context
+  size_t limits[16] = {};
+};
+
+struct CUmod_st;
+
+struct CUfunc_st {
+  CUmod_st* module = nullptr;
+  uint32_t index = 0;
+  const pvgpu::protocol::KernelDescription* kernel = nullptr;
+  int max_dynamic_shared = 0;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+};
+
+struct CUmod_st {
+  uint64_t handle = 0;
+  CUctx_st* ctx = nullptr;
+  pvgpu::protocol::ModuleDescription description;
+  std::vector<CUfunc_st> functions;
+};
+
+struct CUstream_st {
+  uint64_t handle = 0;
+  CUctx_st* ctx = nullptr;
+  unsigned int flags = 0;
+  int priority = 0;
+  uint64_t last_seq = 0;
+};
+
+struct CUevent_st {
+  uint64_t handle = 0;
+  CUctx_st* ctx = nullptr;
+  unsigned int flags = 0;
+  uint64_t record_seq = 0;  // 0: never recorded
+};
+
+namespace pvgpu::guest {
+
+// Converts an internal code to the CUresult the API returns.
+inline CUresult ToCu(Code code) { return static_cast<CUresult>(code); }
+
+struct Device {
+  protocol::DeviceGetInfoReply info{};
+};
+
+struct PrimaryContext {
+  CUctx_st* ctx = nullptr;  // live while refcount > 0
+  int refcount = 0;
+  unsigned int flags = 0;
+};
+
+class DriverState {
+ public:
+  static DriverState& Get();
+
+  // cuInit: connects to the host and caches its devices.
+  CUresult Init(unsigned int flags);
+  // CUDA_ERROR_NOT_INITIALIZED until cuInit succeeded.
+  CUresult CheckInit() const {
+    return initialized_.load(std::memory_order_acquire) ? CUDA_SUCCESS : init_error_.load();
+  }
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  const Device* device(CUdevice ordinal) const {
+    return ordinal >= 0 && ordinal < device_count() ? &devices_[ordinal] : nullptr;
+  }
+
+  std::mutex& mutex() { return mutex_; }
+  PrimaryContext& primary(CUdevice device) { return primaries_[device]; }
+
+  // Registries of live objects (take mutex()).
+  std::unordered_set<CUctx_st*> contexts;
+  std::unordered_set<CUmod_st*> modules;
+  std::unordered_set<CUstream_st*> streams;
+  std::unordered_set<CUevent_st*> events;
+  // Device allocations per context, for range checks and cuMemGetAddressRange.
+  std::map<CUdeviceptr, std::pair<size_t, CUctx_st*>> allocations;
+
+ private:
+  DriverState() = default;
+  std::mutex mutex_;
+  std::atomic<bool> initialized_{false};
+  std::atomic<CUresult> init_error_{CUDA_ERROR_NOT_INITIALIZED};
+  std::vector<Device> devices_;
+  std::vector<PrimaryContext> primaries_;
+};
+
+// The calling thread's context stack; the top is the current context.
+std::vector<CUctx_st*>& ContextStack();
+CUctx_st* CurrentContext();
+
+// Resolves the context a call works in: the current one, which must be live.
+CUresult CurrentLiveContext(CUctx_st** ctx);
+bool LiveContext(CUctx_st* ctx);  // takes the driver mutex
+
+// Resolves a stream handle for `ctx`: nullptr/CU_STREAM_LEGACY/PER_THREAD mean the default
+// stream (wire handle 0).
+CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle);
+// Notes that work was submitted on `stream` (seq from the client).
+void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq);
+
+// Finds the allocation holding [dptr, dptr + size); false when there is none.
+bool FindAllocation(CUdeviceptr dptr, size_t size, CUctx_st** owner = nullptr);
+
+// Logs an API call at trace level (PVGPU_LOG=trace).
+#define PVGPU_API_TRACE(name, args) PVGPU_TRACE(name << "(" << args << ")")
+
+}  // namespace pvgpu::guest

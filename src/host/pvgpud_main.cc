@@ -1,0 +1,129 @@
+// pvgpud: the pvgpu host daemon. Owns the adapters, accepts guests on its listeners and serves
+// each in its own session.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "adapters/registry.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "host/server.h"
+#include "host/version.h"
+
+namespace {
+
+struct Options {
+  std::vector<std::string> listen;
+  std::string adapters = "cpu";
+  unsigned threads = 0;
+  std::string memory;
+  std::string quota;
+  int ready_fd = -1;
+  std::string log_file;
+  std::string log_level;
+};
+
+int Serve(const Options& options) {
+  using namespace pvgpu;
+  adapters::RegistryOptions registry;
+  registry.cpu_threads = options.threads;
+  if (!options.memory.empty() &&
+      !adapters::ParseByteSize(options.memory, &registry.cpu_memory_bytes)) {
+    std::cerr << "pvgpud: bad --memory '" << options.memory << "' (e.g. 8G)\n";
+    return 2;
+  }
+  uint64_t quota = 0;
+  if (!options.quota.empty() && !adapters::ParseByteSize(options.quota, &quota)) {
+    std::cerr << "pvgpud: bad --quota '" << options.quota << "' (e.g. 512M)\n";
+    return 2;
+  }
+  auto adapters = adapters::CreateAdapters(options.adapters, registry);
+  if (!adapters.ok()) {
+    std::cerr << "pvgpud: " << adapters.status().message() << "\n";
+    return 2;
+  }
+  for (size_t i = 0; i < adapters->size(); ++i) {
+    const auto& info = (*adapters)[i]->info();
+    PVGPU_INFO("adapter " << i << ": " << info.name << ", " << (info.total_memory >> 20)
+                          << " MiB");
+  }
+
+  // Signals are taken synchronously by the main thread; every other thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  host::Server server(std::move(adapters).value());
+  std::vector<std::string> listen = options.listen;
+  if (listen.empty()) listen.push_back("unix:" + DefaultSocketPath());
+  for (const auto& address : listen) {
+    host::ListenerConfig config;
+    config.address = address;
+    config.memory_quota = quota;
+    Status added = server.AddListener(config);
+    if (!added.ok()) {
+      std::cerr << "pvgpud: cannot listen on " << address << ": " << added.message() << "\n";
+      return 1;
+    }
+  }
+  if (options.ready_fd >= 0) {
+    // The contract with `pvgpu run`: one line once every listener accepts guests.
+    (void)!write(options.ready_fd, "ready\n", 6);
+    close(options.ready_fd);
+  }
+  PVGPU_INFO(host::kVersionString << " serving");
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  PVGPU_INFO("received " << strsignal(signal_number) << ", shutting down");
+  server.Shutdown();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pvgpud: the pvgpu host daemon. Serves the host's adapters to guest processes "
+               "over a channel (local: Unix socket with shared memory)."};
+  Options options;
+  app.add_option("--listen", options.listen,
+                 "Address to accept guests on, repeatable: unix:PATH (default unix:" +
+                     pvgpu::DefaultSocketPath() + ")");
+  app.add_option("--adapters", options.adapters,
+                 "Adapters to serve, in order: a comma-separated list of KIND[:memory=SIZE]; "
+                 "kinds: cpu")
+      ->capture_default_str();
+  app.add_option("--threads", options.threads,
+                 "Worker threads of the cpu adapters (0: one per CPU)")
+      ->capture_default_str();
+  app.add_option("--memory", options.memory,
+                 "Device memory each cpu adapter offers, e.g. 8G (default: half of RAM)");
+  app.add_option("--quota", options.quota,
+                 "Device memory each guest session may hold, e.g. 512M (default: no quota)");
+  app.add_option("--ready-fd", options.ready_fd,
+                 "Write \"ready\" to this descriptor once listening, then close it");
+  app.add_option("--log-file", options.log_file, "Append logs to FILE instead of stderr");
+  app.add_option("--log-level", options.log_level,
+                 "error, warn, info, debug or trace (default: PVGPU_LOG, else info)");
+  app.set_version_flag("--version", pvgpu::host::kVersionString);
+  CLI11_PARSE(app, argc, argv);
+
+  if (!options.log_file.empty()) setenv("PVGPU_LOG_FILE", options.log_file.c_str(), 1);
+  if (!options.log_level.empty()) {
+    pvgpu::log::Level level;
+    if (!pvgpu::log::ParseLevel(options.log_level, &level)) {
+      std::cerr << "pvgpud: bad --log-level '" << options.log_level << "'\n";
+      return 2;
+    }
+    setenv("PVGPU_LOG", options.log_level.c_str(), 1);
+  }
+  pvgpu::log::Init("pvgpud", pvgpu::log::Level::kInfo);
+  return Serve(options);
+}

@@ -1,0 +1,106 @@
+#include "host/server.h"
+
+#include "common/log.h"
+#include "common/paths.h"
+
+namespace pvgpu::host {
+
+Server::Server(std::vector<std::unique_ptr<adapters::Adapter>> adapters)
+    : adapters_(std::move(adapters)) {}
+
+Server::~Server() { Shutdown(); }
+
+Status Server::AddListener(const ListenerConfig& config) {
+  auto listener = std::make_unique<Listener>();
+  listener->config = config;
+  listener->policy.memory_quota = config.memory_quota;
+  listener->policy.listener = config.address;
+  if (config.adapters.empty()) {
+    for (auto& adapter : adapters_) listener->policy.adapters.push_back(adapter.get());
+  } else {
+    for (uint32_t index : config.adapters) {
+      if (index >= adapters_.size()) {
+        return Error(Code::kInvalidValue, "listener " + config.address + " names adapter " +
+                                              std::to_string(index) + " but the host has " +
+                                              std::to_string(adapters_.size()));
+      }
+      listener->policy.adapters.push_back(adapters_[index].get());
+    }
+  }
+  std::string path;
+  if (!LocalSocketPath(config.address, &path)) {
+    return Error(Code::kNotSupported, "unsupported listen address '" + config.address +
+                                          "' (expected unix:PATH)");
+  }
+  PVGPU_ASSIGN_OR_RETURN(listener->unix, transport::UnixListener::Listen(path));
+  Listener* raw = listener.get();
+  listener->thread = std::thread([this, raw] { AcceptLoop(raw); });
+  PVGPU_INFO("listening on unix:" << path << " (" << raw->policy.adapters.size()
+                                  << " adapter(s), quota "
+                                  << (config.memory_quota ? std::to_string(config.memory_quota)
+                                                          : std::string("none"))
+                                  << ")");
+  std::lock_guard<std::mutex> lock(mutex_);
+  listeners_.push_back(std::move(listener));
+  return Status::Ok();
+}
+
+void Server::AcceptLoop(Listener* listener) {
+  while (!stopping_.load()) {
+    auto endpoint = listener->unix->Accept();
+    if (stopping_.load()) break;
+    if (!endpoint.ok()) {
+      PVGPU_WARN("rejected a guest on " << listener->config.address << ": "
+                                        << endpoint.status().ToString());
+      continue;
+    }
+    const uint32_t id = next_session_id_.fetch_add(1);
+    auto session = std::make_unique<Session>(id, std::move(endpoint).value(), listener->policy);
+    Session* raw = session.get();
+    std::lock_guard<std::mutex> lock(mutex_);
+    ReapFinished();
+    sessions_.push_back({std::move(session), std::thread([raw] { raw->Run(); })});
+  }
+}
+
+void Server::ReapFinished() {
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (it->session->finished()) {
+      it->thread.join();
+      it = sessions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<SessionSnapshot> Server::Sessions() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ReapFinished();
+  std::vector<SessionSnapshot> out;
+  for (auto& slot : sessions_) out.push_back(slot.session->Snapshot());
+  return out;
+}
+
+void Server::Shutdown() {
+  if (stopping_.exchange(true)) return;
+  std::vector<std::unique_ptr<Listener>> listeners;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listeners.swap(listeners_);
+  }
+  for (auto& listener : listeners) listener->unix->Shutdown();
+  for (auto& listener : listeners) {
+    if (listener->thread.joinable()) listener->thread.join();
+  }
+  std::list<SessionSlot> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions.swap(sessions_);
+  }
+  for (auto& slot : sessions) slot.session->Stop();
+  for (auto& slot : sessions) slot.thread.join();
+  PVGPU_INFO("all sessions ended");
+}
+
+}  // namespace pvgpu::host

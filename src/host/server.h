@@ -1,0 +1,60 @@
+// The host daemon's core: adapters, listeners and the sessions they accept.
+#pragma once
+
+#include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapters/adapter.h"
+#include "host/session.h"
+#include "transport/channel.h"
+
+namespace pvgpu::host {
+
+struct ListenerConfig {
+  std::string address;                // "unix:/run/pvgpu/pvgpud.sock"
+  std::vector<uint32_t> adapters;     // host adapter indices; empty = all
+  uint64_t memory_quota = 0;          // per session; 0 = none
+};
+
+class Server {
+ public:
+  explicit Server(std::vector<std::unique_ptr<adapters::Adapter>> adapters);
+  ~Server();
+
+  // Binds a listener and starts accepting on it.
+  Status AddListener(const ListenerConfig& config);
+  // Stops accepting, ends every session (cancelling running kernels) and joins all threads.
+  void Shutdown();
+
+  const std::vector<std::unique_ptr<adapters::Adapter>>& adapters() const { return adapters_; }
+  std::vector<SessionSnapshot> Sessions();
+
+ private:
+  struct Listener {
+    ListenerConfig config;
+    SessionPolicy policy;
+    std::unique_ptr<transport::UnixListener> unix;
+    std::thread thread;
+  };
+  struct SessionSlot {
+    std::unique_ptr<Session> session;
+    std::thread thread;
+  };
+
+  void AcceptLoop(Listener* listener);
+  void ReapFinished();  // joins sessions that have ended; mutex_ held
+
+  std::vector<std::unique_ptr<adapters::Adapter>> adapters_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::mutex mutex_;
+  std::list<SessionSlot> sessions_;
+  std::atomic<uint32_t> next_session_id_{1};
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace pvgpu::host

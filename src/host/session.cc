@@ -1,0 +1,207 @@
+#include "host/session.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "common/log.h"
+
+namespace pvgpu::host {
+
+using protocol::MessageHeader;
+
+namespace {
+// How often a waiting session re-checks its stop flag.
+constexpr int kReceivePollMs = 250;
+}  // namespace
+
+Session::Session(uint32_t id, std::unique_ptr<transport::Endpoint> endpoint,
+                 SessionPolicy policy)
+    : id_(id), endpoint_(std::move(endpoint)), policy_(std::move(policy)) {}
+
+Session::~Session() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [handle, ctx] : contexts_) DestroyContext(*ctx);
+  contexts_.clear();
+}
+
+void Session::Run() {
+  PVGPU_INFO("session " << id_ << ": started on " << endpoint_->Describe());
+  std::vector<uint8_t> message;
+  uint64_t last_seq = 0;
+  std::string end_reason = "guest disconnected";
+  while (!stop_.load() && !fatal_ && !said_goodbye_) {
+    Status received = endpoint_->Receive(&message, kReceivePollMs);
+    if (received.code() == Code::kNotReady) continue;
+    if (!received.ok()) {
+      if (received.code() != Code::kDeviceUnavailable) {
+        Fatal("channel error: " + received.message());
+      } else {
+        end_reason = received.message();
+      }
+      break;
+    }
+    if (message.size() < sizeof(MessageHeader)) {
+      Fatal("message shorter than its header (" + std::to_string(message.size()) + " bytes)");
+      break;
+    }
+    std::memcpy(&current_, message.data(), sizeof(MessageHeader));
+    std::span<const uint8_t> body(message.data() + sizeof(MessageHeader),
+                                  message.size() - sizeof(MessageHeader));
+    if (current_.seq != last_seq + 1) {
+      Fatal("out-of-order message: seq " + std::to_string(current_.seq) + " after " +
+            std::to_string(last_seq));
+      break;
+    }
+    last_seq = current_.seq;
+    if ((current_.flags & ~uint32_t{protocol::kFlagWantReply}) != 0) {
+      Fatal("unknown message flags " + std::to_string(current_.flags));
+      break;
+    }
+    if (!hello_done_ && current_.op != static_cast<uint32_t>(protocol::Op::kHello)) {
+      Fatal("first message must be Hello");
+      break;
+    }
+    if (log::Enabled(log::Level::kTrace)) {
+      std::ostringstream os;
+      os << "session " << id_ << " #" << current_.seq << " ";
+      if (!protocol::TraceRequest(os, current_.op, body)) os << "op " << current_.op;
+      log::Write(log::Level::kTrace, os.str());
+    }
+    Code result = Code::kOk;
+    switch (protocol::Dispatch(*this, current_.op, body, &result)) {
+      case protocol::DecodeError::kNone:
+        break;
+      case protocol::DecodeError::kUnknownOp:
+        Fatal("unknown op " + std::to_string(current_.op));
+        break;
+      case protocol::DecodeError::kBadSize:
+        Fatal(std::string("bad size for ") + protocol::OpName(static_cast<protocol::Op>(current_.op)) +
+              " (" + std::to_string(body.size()) + " bytes)");
+        break;
+      case protocol::DecodeError::kWrongDirection:
+        Fatal("host-to-guest op sent by the guest");
+        break;
+    }
+    if (fatal_) break;
+    endpoint_->PublishFence(current_.seq);
+  }
+  if (said_goodbye_) end_reason = "guest said goodbye";
+  if (stop_.load()) end_reason = "host shutting down";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [handle, ctx] : contexts_) DestroyContext(*ctx);
+    contexts_.clear();
+  }
+  endpoint_->Close();
+  if (!fatal_) PVGPU_INFO("session " << id_ << ": ended (" << end_reason << ")");
+  finished_.store(true);
+}
+
+void Session::Stop() {
+  stop_.store(true);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [handle, ctx] : contexts_) {
+    if (ctx->impl) ctx->impl->Cancel();
+  }
+}
+
+Code Session::Fatal(const std::string& reason) {
+  if (!fatal_) {
+    PVGPU_WARN("session " << id_ << " (pid " << guest_pid_ << "): ended: protocol violation: "
+                          << reason);
+  }
+  fatal_ = true;
+  return Code::kInvalidValue;
+}
+
+Session::ContextState* Session::FindContext(uint64_t handle) {
+  auto it = contexts_.find(handle);
+  if (it == contexts_.end()) {
+    Fatal("unknown context handle " + std::to_string(handle));
+    return nullptr;
+  }
+  return it->second.get();
+}
+
+bool Session::InAllocation(const ContextState& ctx, uint64_t address, uint64_t size) const {
+  auto it = ctx.allocations.upper_bound(address);
+  if (it == ctx.allocations.begin()) return false;
+  --it;
+  const uint64_t offset = address - it->first;
+  return offset < it->second.size && size <= it->second.size - offset;
+}
+
+bool Session::ValidStream(ContextState& ctx, uint64_t stream) {
+  if (stream == 0 || ctx.streams.count(stream) != 0) return true;
+  Fatal("unknown stream handle " + std::to_string(stream));
+  return false;
+}
+
+void Session::RecordFault(ContextState& ctx, const Status& status, const char* what) {
+  if (IsStickyError(status.code())) {
+    if (ctx.sticky == Code::kOk) ctx.sticky = status.code();
+    PVGPU_INFO("session " << id_ << ": " << what << " faulted, context is now unusable: "
+                          << status.ToString());
+  } else if (ctx.pending == Code::kOk) {
+    ctx.pending = status.code();
+    PVGPU_DEBUG("session " << id_ << ": " << what << " failed: " << status.ToString());
+  }
+}
+
+void Session::DestroyContext(ContextState& ctx) {
+  if (!ctx.impl) return;
+  ctx.impl->Cancel();
+  ctx.modules.clear();
+  ctx.impl.reset();  // frees every allocation of the context
+  ctx.allocations.clear();
+}
+
+uint64_t Session::UsedBytes() const {
+  uint64_t used = 0;
+  for (const auto& [handle, ctx] : contexts_) {
+    if (ctx->impl) used += ctx->impl->used_bytes();
+  }
+  return used;
+}
+
+SessionSnapshot Session::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  SessionSnapshot s;
+  s.id = id_;
+  s.guest_pid = guest_pid_;
+  s.guest_name = guest_name_;
+  s.channel = endpoint_->Describe();
+  s.used_bytes = UsedBytes();
+  s.contexts = static_cast<uint32_t>(contexts_.size());
+  for (const auto& [handle, ctx] : contexts_) s.devices.push_back(ctx->device);
+  return s;
+}
+
+void Session::SendRaw(const MessageHeader& header, std::span<const uint8_t> fixed,
+                      std::span<const uint8_t> payload) {
+  std::span<const uint8_t> parts[] = {
+      {reinterpret_cast<const uint8_t*>(&header), sizeof(header)}, fixed, payload};
+  Status sent = endpoint_->Send(parts);
+  if (!sent.ok()) {
+    PVGPU_DEBUG("session " << id_ << ": reply not delivered: " << sent.ToString());
+    stop_.store(true);
+  }
+}
+
+void Session::SendPrint(uint64_t ctx, std::string_view text) {
+  const size_t chunk_limit = endpoint_->max_message_size() - sizeof(MessageHeader) -
+                             sizeof(protocol::PrintRequest);
+  while (!text.empty()) {
+    const std::string_view chunk = text.substr(0, chunk_limit);
+    text.remove_prefix(chunk.size());
+    MessageHeader header;
+    header.op = static_cast<uint32_t>(protocol::Op::kPrint);
+    protocol::PrintRequest print;
+    print.ctx = ctx;
+    SendRaw(header, {reinterpret_cast<const uint8_t*>(&print), sizeof(print)},
+            {reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size()});
+  }
+}
+
+}  // namespace pvgpu::host
+

@@ -1,0 +1,172 @@
+// One guest connection: its handle tables, its contexts on the adapters, and the loop that
+// decodes, validates and executes its commands in order.
+//
+// Two tiers of errors (see STYLE.md): a message that breaks the protocol (bad size, unknown op,
+// unknown or stale handle, a handle reused) ends the session with a logged reason; a CUDA-level
+// failure (bad pointer value, out of memory, a kernel fault) is a result returned to the guest.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "adapters/adapter.h"
+#include "protocol/wire.h"
+#include "transport/channel.h"
+
+namespace pvgpu::host {
+
+// What a listener grants the sessions it accepts: which host adapters they see (in order) and
+// how much device memory each session may hold across them (0: no quota beyond the adapters').
+struct SessionPolicy {
+  std::vector<adapters::Adapter*> adapters;
+  uint64_t memory_quota = 0;
+  std::string listener;  // for logs and smi
+};
+
+// A point-in-time view for `pvgpu smi`.
+struct SessionSnapshot {
+  uint32_t id = 0;
+  int guest_pid = -1;
+  std::string guest_name;
+  std::string channel;
+  uint64_t used_bytes = 0;
+  uint32_t contexts = 0;
+  std::vector<uint32_t> devices;  // host adapter indices in use
+};
+
+class Session {
+ public:
+  Session(uint32_t id, std::unique_ptr<transport::Endpoint> endpoint, SessionPolicy policy);
+  ~Session();
+
+  // Serves the guest until it leaves, its channel breaks, it violates the protocol, or Stop().
+  void Run();
+  // Asks Run to return soon and stops running kernels (daemon shutdown).
+  void Stop();
+  bool finished() const { return finished_.load(); }
+  SessionSnapshot Snapshot() const;
+  uint32_t id() const { return id_; }
+
+  // Called by protocol::Dispatch for each decoded request.
+  template <typename Request>
+  Code Handle(const Request& request, std::span<const uint8_t> payload);
+
+ private:
+  struct Allocation {
+    uint64_t size;
+    bool module_owned;  // a module's global: freed with the module, not by cuMemFree
+  };
+  struct Event {
+    bool recorded = false;
+    int64_t timestamp_ns = 0;
+  };
+  struct ContextState {
+    uint32_t device = 0;  // index in policy_.adapters
+    std::unique_ptr<adapters::Context> impl;
+    Code sticky = Code::kOk;   // a fault poisons the context, as on hardware
+    Code pending = Code::kOk;  // first asynchronous error not yet reported
+    std::map<uint64_t, Allocation> allocations;
+    std::unordered_map<uint64_t, std::unique_ptr<adapters::Module>> modules;
+    std::unordered_map<uint64_t, uint32_t> streams;  // handle -> flags
+    std::unordered_map<uint64_t, Event> events;
+  };
+
+  // Executors, one per message; session_handlers_*.cc.
+  Code Execute(const protocol::HelloRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::GoodbyeRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::DeviceGetInfoRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemGetInfoRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::CtxCreateRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::CtxDestroyRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::CtxSynchronizeRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::CtxSetLimitRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemAllocRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemFreeRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemcpyHtoDRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemcpyDtoHRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemcpyDtoDRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemsetRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::ModuleLoadRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::ModuleUnloadRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::LaunchKernelRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::StreamCreateRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::StreamDestroyRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::StreamSynchronizeRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::EventCreateRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::EventDestroyRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::EventRecordRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::EventElapsedTimeRequest&, std::span<const uint8_t>);
+
+  // Ends the session: the guest broke the protocol. Returns a code for convenience.
+  Code Fatal(const std::string& reason);
+  // Looks up a context handle; a handle the guest never created is fatal.
+  ContextState* FindContext(uint64_t handle);
+  // Validates that [address, address + size) lies inside one allocation of `ctx`.
+  bool InAllocation(const ContextState& ctx, uint64_t address, uint64_t size) const;
+  // Checks a stream handle (0 is the context's default stream); unknown ones are fatal.
+  bool ValidStream(ContextState& ctx, uint64_t stream);
+  // First error to report for work in `ctx`: the sticky fault, else kOk.
+  static Code Sticky(const ContextState& ctx) { return ctx.sticky; }
+  void RecordFault(ContextState& ctx, const Status& status, const char* what);
+  void DestroyContext(ContextState& ctx);
+  uint64_t UsedBytes() const;
+
+  template <typename Reply>
+  void SendReply(const Reply& reply, std::span<const uint8_t> payload = {});
+  void SendPrint(uint64_t ctx, std::string_view text);
+  void SendRaw(const protocol::MessageHeader& header, std::span<const uint8_t> fixed,
+               std::span<const uint8_t> payload);
+
+  const uint32_t id_;
+  std::unique_ptr<transport::Endpoint> endpoint_;
+  const SessionPolicy policy_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+  bool fatal_ = false;
+  bool said_goodbye_ = false;
+  bool hello_done_ = false;
+
+  // The message being executed.
+  protocol::MessageHeader current_{};
+  bool replied_ = false;
+
+  mutable std::mutex mutex_;  // guards the tables below against Snapshot/Stop
+  int guest_pid_ = -1;
+  std::string guest_name_;
+  std::unordered_map<uint64_t, std::unique_ptr<ContextState>> contexts_;
+};
+
+template <typename Request>
+Code Session::Handle(const Request& request, std::span<const uint8_t> payload) {
+  replied_ = false;
+  const Code code = Execute(request, payload);
+  if (fatal_) return code;
+  const bool want_reply = !Request::kAsync || (current_.flags & protocol::kFlagWantReply) != 0;
+  if (want_reply && !replied_) {
+    typename Request::Reply reply;
+    reply.result = static_cast<int32_t>(code);
+    SendReply(reply);
+  }
+  return code;
+}
+
+template <typename Reply>
+void Session::SendReply(const Reply& reply, std::span<const uint8_t> payload) {
+  protocol::MessageHeader header;
+  header.op = current_.op;
+  header.flags = protocol::kFlagReply;
+  header.seq = current_.seq;
+  // The fence covers this message too, so the guest sees it done when the reply arrives.
+  endpoint_->PublishFence(current_.seq);
+  SendRaw(header, {reinterpret_cast<const uint8_t*>(&reply), sizeof(reply)}, payload);
+  replied_ = true;
+}
+
+}  // namespace pvgpu::host

@@ -1,0 +1,128 @@
+// Session handlers: device memory, copies and memsets. Every range is checked against the
+// context's allocations here, once, before any adapter sees it.
+#include "common/log.h"
+#include "host/session.h"
+
+namespace pvgpu::host {
+
+using namespace protocol;
+
+
+Code Session::Execute(const MemAllocRequest& request, std::span<const uint8_t>) {
+  ContextState* ctx = FindContext(request.ctx);
+  if (ctx == nullptr) return Code::kInvalidContext;
+  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (request.size == 0) return Code::kInvalidValue;
+  const adapters::Adapter& adapter = *policy_.adapters[ctx->device];
+  const uint64_t total = adapter.info().total_memory;
+  if (request.size > total || adapter.used_bytes() > total - request.size) {
+    return Code::kOutOfMemory;
+  }
+  if (policy_.memory_quota != 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t used = UsedBytes();
+    if (request.size > policy_.memory_quota || used > policy_.memory_quota - request.size) {
+      PVGPU_DEBUG("session " << id_ << ": allocation of " << request.size
+                             << " bytes refused by the quota of " << policy_.memory_quota);
+      return Code::kOutOfMemory;
+    }
+  }
+  auto dptr = ctx->impl->Allocate(request.size);
+  if (!dptr.ok()) return dptr.status().code();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ctx->allocations[*dptr] = {request.size, false};
+  }
+  MemAllocReply reply;
+  reply.result = 0;
+  reply.dptr = *dptr;
+  SendReply(reply);
+  return Code::kOk;
+}
+
+Code Session::Execute(const MemFreeRequest& request, std::span<const uint8_t>) {
+  ContextState* ctx = FindContext(request.ctx);
+  if (ctx == nullptr) return Code::kInvalidContext;
+  auto it = ctx->allocations.find(request.dptr);
+  if (it == ctx->allocations.end() || it->second.module_owned) return Code::kInvalidValue;
+  Status freed = ctx->impl->Free(request.dptr);
+  if (!freed.ok()) return freed.code();
+  std::lock_guard<std::mutex> lock(mutex_);
+  ctx->allocations.erase(it);
+  return ctx->sticky;
+}
+
+Code Session::Execute(const MemcpyHtoDRequest& request, std::span<const uint8_t> data) {
+  ContextState* ctx = FindContext(request.ctx);
+  if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
+  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (!InAllocation(*ctx, request.dst, data.size())) {
+    RecordFault(*ctx, Error(Code::kInvalidValue, "HtoD destination outside allocations"), "copy");
+    return Code::kInvalidValue;
+  }
+  Status status = ctx->impl->Write(request.dst, data);
+  if (!status.ok()) RecordFault(*ctx, status, "copy");
+  return status.code();
+}
+
+Code Session::Execute(const MemcpyDtoHRequest& request, std::span<const uint8_t>) {
+  ContextState* ctx = FindContext(request.ctx);
+  if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
+  const size_t limit =
+      endpoint_->max_message_size() - sizeof(MessageHeader) - sizeof(MemcpyDtoHReply);
+  if (request.size > limit) return Fatal("DtoH chunk larger than the channel allows");
+  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (!InAllocation(*ctx, request.src, request.size)) return Code::kInvalidValue;
+  std::vector<uint8_t> data(request.size);
+  Status status = ctx->impl->Read(request.src, data);
+  if (!status.ok()) return status.code();
+  MemcpyDtoHReply reply;
+  reply.result = 0;
+  SendReply(reply, data);
+  return Code::kOk;
+}
+
+Code Session::Execute(const MemcpyDtoDRequest& request, std::span<const uint8_t>) {
+  ContextState* ctx = FindContext(request.ctx);
+  if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
+  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (!InAllocation(*ctx, request.dst, request.size) ||
+      !InAllocation(*ctx, request.src, request.size)) {
+    RecordFault(*ctx, Error(Code::kInvalidValue, "DtoD range outside allocations"), "copy");
+    return Code::kInvalidValue;
+  }
+  Status status = ctx->impl->Copy(request.dst, request.src, request.size);
+  if (!status.ok()) RecordFault(*ctx, status, "copy");
+  return status.code();
+}
+
+Code Session::Execute(const MemsetRequest& request, std::span<const uint8_t>) {
+  ContextState* ctx = FindContext(request.ctx);
+  if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
+  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  const uint32_t element = request.element_size;
+  const bool shape_ok = (element == 1 || element == 2 || element == 4) &&
+                        request.width <= (~0ull) / element &&
+                        (request.height <= 1 || request.pitch >= request.width * element);
+  bool in_range = shape_ok;
+  if (shape_ok && request.height > 0 && request.width > 0) {
+    // Rows lie at dst + row * pitch; checking the first and last rows suffices when both are in
+    // the same allocation, since allocations are contiguous.
+    const uint64_t row_bytes = request.width * element;
+    const uint64_t last = request.height - 1;
+    in_range = (last == 0 || request.pitch <= (~0ull - request.dst) / last) &&
+               InAllocation(*ctx, request.dst, row_bytes) &&
+               InAllocation(*ctx, request.dst + last * request.pitch, row_bytes) &&
+               InAllocation(*ctx, request.dst, last * request.pitch + row_bytes);
+  }
+  if (!in_range) {
+    RecordFault(*ctx, Error(Code::kInvalidValue, "memset outside allocations"), "memset");
+    return Code::kInvalidValue;
+  }
+  Status status = ctx->impl->Memset(request.dst, request.pitch, request.value, element,
+                                    request.width, request.height);
+  if (!status.ok()) RecordFault(*ctx, status, "memset");
+  return status.code();
+}
+
+}  // namespace pvgpu::host
