@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -107,7 +108,8 @@ Status ShmEndpoint::Poison(Status status) {
 
 template <typename Ready>
 Status ShmEndpoint::WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadline) {
-  const auto spin_end = std::chrono::steady_clock::now() + kSpin;
+  auto spin_end = std::chrono::steady_clock::now() + kSpin;
+  if (!deadline.infinite()) spin_end = std::min(spin_end, deadline.when());
   for (unsigned i = 0;; ++i) {
     if (ready()) return Status::Ok();
     if (peer_closed()) return PeerGone();
