@@ -47,6 +47,14 @@ struct GlobalInfo {
   uint32_t align = 1;
   bool is_const = false;          // .const state space (read-only to kernels)
   std::vector<uint8_t> init;      // initial bytes (empty means zero-filled)
+  // Address initializers (`.global .u64 p = {generic(x)}`): the adapter writes the 8-byte
+  // device address of globals()[target] plus addend at `offset` after placing the globals.
+  struct Reloc {
+    uint64_t offset = 0;
+    int target = -1;
+    int64_t addend = 0;
+  };
+  std::vector<Reloc> relocs;
 };
 
 // A loaded, immutable module. Shareable between threads and launches.
@@ -72,6 +80,21 @@ class AddressSpace {
   // Host pointer for [address, address + size) when the whole range lies in one live
   // allocation; nullptr otherwise (the engine reports CUDA_ERROR_ILLEGAL_ADDRESS).
   virtual uint8_t* Translate(uint64_t address, uint64_t size) = 0;
+
+  // The whole live allocation containing [address, address + size), so that the engine can
+  // cache it per worker and skip Translate for later accesses to the same allocation.
+  // Override it when allocations are known; the default only covers the requested range.
+  struct Range {
+    uint64_t base = 0;
+    uint64_t size = 0;
+    uint8_t* host = nullptr;  // host address of `base`
+  };
+  virtual bool Lookup(uint64_t address, uint64_t size, Range* out) {
+    uint8_t* p = Translate(address, size);
+    if (p == nullptr) return false;
+    *out = Range{address, size, p};
+    return true;
+  }
 };
 
 struct LaunchConfig {

@@ -1,0 +1,20 @@
+// Entry points that one instruction family hands to another at lowering time.
+#pragma once
+
+#include "ptx/lower.h"
+#include "ptx/types.h"
+
+namespace pvgpu::ptx {
+
+enum class Round : uint8_t { kNone, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi, kRna };
+Round RoundMod(const LowerCtx& c);
+
+// f16/bf16 (and x2) forms of add/sub/mul/fma/neg/abs/min/max (ops_half.cc).
+Status LowerHalfArith(LowerCtx& c);
+// Float add/sub/mul/fma/div/sqrt/rcp with a directed rounding mode (ops_round.cc).
+// op: 'a' add, 's' sub, 'm' mul, 'f' fma, 'd' div, 'q' sqrt, 'r' rcp.
+Status LowerRounded(LowerCtx& c, char op, Ty t, Round rm, bool ftz, bool sat, int nsrc);
+// Conversions with a rounding mode (ops_round.cc).
+ExecFn CvtHandler(Ty dst, Ty src, Round rm, bool ftz, bool sat);
+
+}  // namespace pvgpu::ptx

@@ -1,0 +1,153 @@
+// The lowered form the interpreter executes: a flat array of decoded instructions per kernel
+// image, each with a handler chosen at load time and operands resolved to byte offsets in the
+// warp's register file. Nothing is parsed or looked up by name at run time.
+//
+// Register file layout (per warp, structure-of-arrays so that lane loops vectorize):
+//   predicate register: one uint32_t bit mask (bit i = lane i)
+//   32-bit class (b8..b32, f16, f32): uint32_t[32]; 8/16-bit values are kept zero-extended
+//   64-bit class: uint64_t[32]
+// Immediates and special registers live in the same file (filled when a warp starts), so every
+// handler reads its sources from registers only.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ptx/ptx.h"
+
+namespace pvgpu::ptx {
+
+struct Warp;
+struct Inst;
+
+// Returns false in the common case (the loop advances pc). Returns true when the handler changed
+// control state (pc, masks, fault, barrier); the loop then reschedules the warp.
+using ExecFn = bool (*)(const Inst& in, Warp& w, uint32_t mask);
+
+inline constexpr uint32_t kNoReg = 0xFFFFFFFFu;
+inline constexpr uint32_t kFullMask = 0xFFFFFFFFu;
+
+struct Inst {
+  ExecFn fn = nullptr;
+  uint32_t guard = kNoReg;  // predicate register offset
+  uint8_t guard_neg = 0;
+  uint8_t flags = 0;        // handler specific
+  uint16_t n = 0;           // handler specific (vector width, bytes...)
+  uint32_t a[6] = {kNoReg, kNoReg, kNoReg, kNoReg, kNoReg, kNoReg};  // register offsets
+  int64_t imm = 0;          // address offset or small constant
+  uint64_t aux = 0;         // handler specific (target pc, compare op, rounding ...)
+};
+
+// Storage helpers. The pvgpu_ptx library is built with -fno-strict-aliasing because registers
+// are typed by the instruction that reads them, exactly like PTX .b registers.
+template <typename T>
+struct RegStorage {
+  using type = std::conditional_t<(sizeof(T) < 4), uint32_t, T>;
+};
+
+template <typename T>
+inline T* RegPtr(uint8_t* regs, uint32_t off) {
+  return reinterpret_cast<T*>(regs + off);
+}
+
+template <typename T>
+inline T LoadReg(uint8_t* regs, uint32_t off, int lane) {
+  using S = typename RegStorage<T>::type;
+  return static_cast<T>(reinterpret_cast<const S*>(regs + off)[lane]);
+}
+
+template <typename T>
+inline void StoreReg(uint8_t* regs, uint32_t off, int lane, T v) {
+  using S = typename RegStorage<T>::type;
+  if constexpr (sizeof(T) < 4) {
+    reinterpret_cast<S*>(regs + off)[lane] = static_cast<S>(static_cast<std::make_unsigned_t<T>>(v));
+  } else {
+    reinterpret_cast<S*>(regs + off)[lane] = v;
+  }
+}
+
+// Calls f(lane) for each lane in mask; the full-mask loop has a constant trip count so the
+// compiler can vectorize it.
+template <typename F>
+inline void ForLanes(uint32_t mask, F&& f) {
+  if (mask == kFullMask) {
+    for (int i = 0; i < 32; ++i) f(i);
+  } else {
+    while (mask) {
+      int i = __builtin_ctz(mask);
+      mask &= mask - 1;
+      f(i);
+    }
+  }
+}
+
+// Generic address windows for shared, local and kernel-parameter memory. Device (global)
+// addresses handed out by the adapter must lie below kWindowFloor.
+inline constexpr uint64_t kWindowFloor = 0xF000000000000000ull;
+inline constexpr uint64_t kParamWindow = 0xFC00000000000000ull;
+inline constexpr uint64_t kSharedWindow = 0xFD00000000000000ull;
+inline constexpr uint64_t kLocalWindow = 0xFE00000000000000ull;
+inline constexpr uint64_t kWindowSize = uint64_t{1} << 40;
+
+// Where an instruction came from, for fault messages.
+struct DebugInfo {
+  int line = 0;
+  std::string text;  // opcode with modifiers
+};
+
+struct CallCopy {
+  uint32_t from = 0, to = 0, size = 0;  // frame-relative offsets (caller / callee)
+};
+
+struct CallSite {
+  uint32_t callee_pc = 0;
+  uint32_t caller_frame = 0;  // size of the caller's frame: callee FP = caller FP + this
+  uint32_t callee_frame = 0;
+  std::vector<CallCopy> args;  // caller frame -> callee frame
+  std::vector<CallCopy> rets;  // callee frame -> caller frame
+  // Registers of the callee saved across a (possibly) recursive call: {offset, bytes per lane}.
+  std::vector<std::pair<uint32_t, uint32_t>> saved_regs;
+  uint32_t save_bytes = 0;  // per lane, stored in the callee frame after its locals
+  uint32_t save_offset = 0;
+};
+
+// A global symbol's address materialized into a constant register at launch.
+struct LaunchConst {
+  uint32_t reg = 0;
+  bool wide = true;  // 64-bit register class
+  int global = -1;   // index into Program::globals()
+  int64_t addend = 0;
+};
+
+// Special registers kept in fixed slots of every kernel image.
+struct SpecialSlots {
+  uint32_t tid[3], ntid[3], ctaid[3], nctaid[3];
+  uint32_t laneid, warpid, nwarpid, smid, nsmid, gridid;
+  uint32_t lanemask_eq, lanemask_lt, lanemask_le, lanemask_gt, lanemask_ge;
+  uint32_t dynamic_smem, total_smem;
+  uint32_t fp;  // 64-bit frame pointer into per-thread local memory
+  uint32_t cc;  // carry flag (predicate class) for add.cc / addc
+};
+
+// Everything needed to run one kernel: its code plus the .func bodies it can reach.
+struct KernelImage {
+  std::string name;
+  std::vector<Inst> code;
+  std::vector<DebugInfo> debug;  // parallel to code
+  std::vector<CallSite> calls;
+  std::vector<LaunchConst> launch_consts;
+  std::vector<uint8_t> reg_template;  // initial register file (constants filled in)
+  uint32_t reg_bytes = 0;
+  SpecialSlots sp{};
+  uint32_t frame_bytes = 0;   // kernel's own frame (locals + call-site params)
+  uint32_t local_bytes = 0;   // per-thread local memory including call frames
+  bool recursive = false;
+  uint32_t static_shared = 0;
+  uint32_t shared_align = 16;
+  bool uses_printf = false;
+};
+
+}  // namespace pvgpu::ptx

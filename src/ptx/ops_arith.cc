@@ -1,0 +1,491 @@
+// Integer and floating-point arithmetic: add sub mul mad mul24 mad24 sad div rem abs neg min
+// max fma and the carry chain (add.cc addc sub.cc subc mad.cc madc).
+#include <algorithm>
+
+#include "ptx/exec_util.h"
+#include "ptx/families.h"
+
+namespace pvgpu::ptx {
+namespace {
+
+template <typename T>
+using U = std::make_unsigned_t<T>;
+
+template <typename T, bool kSat>
+struct IAdd {
+  static T Apply(T a, T b) {
+    if constexpr (kSat && std::is_signed_v<T>) {
+      T r;
+      if (__builtin_add_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
+      return r;
+    }
+    return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
+  }
+};
+template <typename T, bool kSat>
+struct ISub {
+  static T Apply(T a, T b) {
+    if constexpr (kSat && std::is_signed_v<T>) {
+      T r;
+      if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
+      return r;
+    }
+    return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
+  }
+};
+template <typename T>
+struct IMulLo {
+  static T Apply(T a, T b) { return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b)); }
+};
+template <typename T>
+struct IMulHi {
+  static T Apply(T a, T b) {
+    if constexpr (sizeof(T) == 8) {
+      using W = std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>;
+      return static_cast<T>((static_cast<W>(a) * static_cast<W>(b)) >> 64);
+    } else {
+      using W = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+      return static_cast<T>((static_cast<W>(a) * static_cast<W>(b)) >> (8 * sizeof(T)));
+    }
+  }
+};
+template <typename T>
+struct IMadLo {
+  static T Apply(T a, T b, T c) { return IAdd<T, false>::Apply(IMulLo<T>::Apply(a, b), c); }
+};
+template <typename T>
+struct IMadHi {
+  static T Apply(T a, T b, T c) { return IAdd<T, false>::Apply(IMulHi<T>::Apply(a, b), c); }
+};
+template <typename T>
+struct Wide {
+  using type = std::conditional_t<std::is_signed_v<T>,
+                                  std::conditional_t<sizeof(T) == 2, int32_t, int64_t>,
+                                  std::conditional_t<sizeof(T) == 2, uint32_t, uint64_t>>;
+};
+template <typename T>
+struct IMulWide {
+  using W = typename Wide<T>::type;
+  static W Apply(T a, T b) { return static_cast<W>(static_cast<W>(a) * static_cast<W>(b)); }
+};
+// mad.wide: the wide addend is a separate operand type, handled by a dedicated handler.
+template <typename T>
+bool ExecMadWide(const Inst& in, Warp& w, uint32_t m) {
+  using W = typename Wide<T>::type;
+  uint8_t* r = w.regs;
+  ForLanes(m, [&](int i) {
+    W p = static_cast<W>(LoadReg<T>(r, in.a[1], i)) * static_cast<W>(LoadReg<T>(r, in.a[2], i));
+    StoreReg<W>(r, in.a[0], i, static_cast<W>(static_cast<std::make_unsigned_t<W>>(p) +
+                                              static_cast<std::make_unsigned_t<W>>(LoadReg<W>(r, in.a[3], i))));
+  });
+  return false;
+}
+template <typename T, bool kHi>
+struct IMul24 {
+  static T Apply(T a, T b) {
+    int64_t x = std::is_signed_v<T> ? (static_cast<int64_t>(static_cast<uint64_t>(a) << 40) >> 40)
+                                    : static_cast<int64_t>(a & 0xFFFFFF);
+    int64_t y = std::is_signed_v<T> ? (static_cast<int64_t>(static_cast<uint64_t>(b) << 40) >> 40)
+                                    : static_cast<int64_t>(b & 0xFFFFFF);
+    uint64_t p = static_cast<uint64_t>(x * y);
+    return static_cast<T>(kHi ? (p >> 16) : p);
+  }
+};
+template <typename T, bool kHi>
+struct IMad24 {
+  static T Apply(T a, T b, T c) { return IAdd<T, false>::Apply(IMul24<T, kHi>::Apply(a, b), c); }
+};
+template <typename T>
+struct ISad {
+  static T Apply(T a, T b, T c) {
+    U<T> d = a > b ? static_cast<U<T>>(a) - static_cast<U<T>>(b) : static_cast<U<T>>(b) - static_cast<U<T>>(a);
+    return static_cast<T>(d + static_cast<U<T>>(c));
+  }
+};
+template <typename T>
+struct IDiv {
+  static T Apply(T a, T b) {
+    if (b == 0) return static_cast<T>(~U<T>{0});
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return static_cast<T>(U<T>{0} - static_cast<U<T>>(a));
+    }
+    return a / b;
+  }
+};
+template <typename T>
+struct IRem {
+  static T Apply(T a, T b) {
+    if (b == 0) return a;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return 0;
+    }
+    return a % b;
+  }
+};
+template <typename T>
+struct IAbs {
+  static T Apply(T a) {
+    if constexpr (std::is_signed_v<T>) return a < 0 ? static_cast<T>(U<T>{0} - static_cast<U<T>>(a)) : a;
+    return a;
+  }
+};
+template <typename T>
+struct INeg {
+  static T Apply(T a) { return static_cast<T>(U<T>{0} - static_cast<U<T>>(a)); }
+};
+template <typename T>
+struct IMin {
+  static T Apply(T a, T b) { return a < b ? a : b; }
+};
+template <typename T>
+struct IMax {
+  static T Apply(T a, T b) { return a > b ? a : b; }
+};
+
+// Float ops with flush-to-zero and saturation folded in at compile time.
+template <typename T, bool kFtz, bool kSat>
+T Post(T r) {
+  if constexpr (kFtz) r = FlushDenormal(r);
+  if constexpr (kSat) r = Saturate(r);
+  return r;
+}
+template <typename T, bool kFtz>
+T Pre(T a) {
+  if constexpr (kFtz) return FlushDenormal(a);
+  return a;
+}
+template <typename T, bool F, bool S>
+struct FAdd {
+  static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) + Pre<T, F>(b)); }
+};
+template <typename T, bool F, bool S>
+struct FSub {
+  static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) - Pre<T, F>(b)); }
+};
+template <typename T, bool F, bool S>
+struct FMul {
+  static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) * Pre<T, F>(b)); }
+};
+template <typename T, bool F, bool S>
+struct FDiv {
+  static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) / Pre<T, F>(b)); }
+};
+template <typename T, bool F, bool S>
+struct FFma {
+  static T Apply(T a, T b, T c) {
+    return Post<T, F, S>(std::fma(Pre<T, F>(a), Pre<T, F>(b), Pre<T, F>(c)));
+  }
+};
+template <typename T, bool F, bool S>
+struct FAbs {
+  static T Apply(T a) { return Post<T, F, false>(std::fabs(Pre<T, F>(a))); }
+};
+template <typename T, bool F, bool S>
+struct FNeg {
+  static T Apply(T a) { return Post<T, F, false>(-Pre<T, F>(a)); }
+};
+// min/max: a NaN operand yields the other one (IEEE minNum); .NaN propagates (kSat reused).
+template <typename T, bool F, bool kNaN>
+struct FMin {
+  static T Apply(T a, T b) {
+    a = Pre<T, F>(a);
+    b = Pre<T, F>(b);
+    if (std::isnan(a) || std::isnan(b)) {
+      if (kNaN || (std::isnan(a) && std::isnan(b))) return std::numeric_limits<T>::quiet_NaN();
+      return std::isnan(a) ? b : a;
+    }
+    if (a == b) return std::signbit(a) ? a : b;
+    return a < b ? a : b;
+  }
+};
+template <typename T, bool F, bool kNaN>
+struct FMax {
+  static T Apply(T a, T b) {
+    a = Pre<T, F>(a);
+    b = Pre<T, F>(b);
+    if (std::isnan(a) || std::isnan(b)) {
+      if (kNaN || (std::isnan(a) && std::isnan(b))) return std::numeric_limits<T>::quiet_NaN();
+      return std::isnan(a) ? b : a;
+    }
+    if (a == b) return std::signbit(a) ? b : a;
+    return a > b ? a : b;
+  }
+};
+
+template <template <typename, bool, bool> class Op, int kArgs>
+ExecFn PickFloat(Ty t, bool ftz, bool sat) {
+  return WithFloatType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+    auto pick = [&]<bool F, bool S>() -> ExecFn {
+      if constexpr (kArgs == 1) return &ExecUnary<T, T, Op<T, F, S>>;
+      else if constexpr (kArgs == 2) return &ExecBinary<T, T, Op<T, F, S>>;
+      else return &ExecTernary<T, T, Op<T, F, S>>;
+    };
+    if (ftz) return sat ? pick.template operator()<true, true>() : pick.template operator()<true, false>();
+    return sat ? pick.template operator()<false, true>() : pick.template operator()<false, false>();
+  });
+}
+
+// Carry chain. flags bit0: consume CC, bit1: produce CC. aux: 0 add, 1 sub, 2 mad.lo, 3 mad.hi.
+template <typename T>
+bool ExecCarry(const Inst& in, Warp& w, uint32_t m) {
+  using UT = U<T>;
+  uint8_t* r = w.regs;
+  uint32_t& cc = *RegPtr<uint32_t>(r, w.launch->image->sp.cc);
+  uint32_t out = cc;
+  ForLanes(m, [&](int i) {
+    UT a = static_cast<UT>(LoadReg<T>(r, in.a[1], i)), b = static_cast<UT>(LoadReg<T>(r, in.a[2], i));
+    UT cin = (in.flags & 1) ? ((cc >> i) & 1) : 0;
+    UT res;
+    bool carry;
+    if (in.aux == 1) {
+      // Borrow semantics: CC is set when the subtraction borrows.
+      UT t1 = a - b;
+      bool b1 = a < b;
+      res = t1 - cin;
+      carry = b1 || (t1 < cin);
+    } else {
+      UT base = a + b;
+      if (in.aux == 2) base = a * b;
+      if (in.aux == 3) base = static_cast<UT>(IMulHi<T>::Apply(static_cast<T>(a), static_cast<T>(b)));
+      UT addend = in.aux >= 2 ? static_cast<UT>(LoadReg<T>(r, in.a[3], i)) : 0;
+      if (in.aux >= 2) {
+        UT t1 = base + addend;
+        bool c1 = t1 < base;
+        res = t1 + cin;
+        carry = c1 || res < t1;
+      } else {
+        bool c1 = base < a;
+        res = base + cin;
+        carry = c1 || res < base;
+      }
+    }
+    StoreReg<T>(r, in.a[0], i, static_cast<T>(res));
+    out = (out & ~(1u << i)) | (static_cast<uint32_t>(carry) << i);
+  });
+  if (in.flags & 2) cc = out;
+  return false;
+}
+
+Status LowerCarry(LowerCtx& c, int kind, bool cin) {
+  Ty t = c.TypeMod();
+  Inst in;
+  in.fn = WithIntType<ExecFn>(t, []<typename T>() -> ExecFn {
+    if constexpr (sizeof(T) >= 4) return &ExecCarry<T>;
+    return nullptr;
+  });
+  if (!in.fn) return c.Unsupported();
+  in.flags = (cin ? 1 : 0) | (c.Has(".cc") ? 2 : 0);
+  in.aux = static_cast<uint64_t>(kind);
+  int nsrc = kind >= 2 ? 3 : 2;
+  PVGPU_TRY(c.NeedOps(1 + nsrc));
+  for (int i = 0; i < nsrc; ++i) {
+      PVGPU_ASSIGN_OR_RETURN(in.a[1 + i], c.Src(1 + i, t));
+    }
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, t));
+  c.Emit(in);
+  return Status::Ok();
+}
+
+Round FloatRound(const LowerCtx& c) { return RoundMod(c); }
+bool Directed(Round r) { return r == Round::kRz || r == Round::kRm || r == Round::kRp; }
+
+Status LowerAddSub(LowerCtx& c, bool sub) {
+  Ty t = c.TypeMod();
+  if (IsHalf(t)) return LowerHalfArith(c);
+  if (c.Has(".cc")) return LowerCarry(c, sub ? 1 : 0, false);
+  bool sat = c.Has(".sat");
+  ExecFn fn;
+  if (IsFloat(t)) {
+    Round rm = FloatRound(c);
+    if (Directed(rm)) return LowerRounded(c, sub ? 's' : 'a', t, rm, c.Has(".ftz"), sat, 2);
+    fn = sub ? PickFloat<FSub, 2>(t, c.Has(".ftz"), sat) : PickFloat<FAdd, 2>(t, c.Has(".ftz"), sat);
+  } else {
+    fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+      if (sat) return sub ? &ExecBinary<T, T, ISub<T, true>> : &ExecBinary<T, T, IAdd<T, true>>;
+      return sub ? &ExecBinary<T, T, ISub<T, false>> : &ExecBinary<T, T, IAdd<T, false>>;
+    });
+  }
+  return LowerSimple(c, fn, t, t, 2);
+}
+
+Status LowerAdd(LowerCtx& c) { return LowerAddSub(c, false); }
+Status LowerSub(LowerCtx& c) { return LowerAddSub(c, true); }
+Status LowerAddc(LowerCtx& c) { return LowerCarry(c, 0, true); }
+Status LowerSubc(LowerCtx& c) { return LowerCarry(c, 1, true); }
+Status LowerMadc(LowerCtx& c) { return LowerCarry(c, c.Has(".hi") ? 3 : 2, true); }
+
+Status LowerMul(LowerCtx& c) {
+  Ty t = c.TypeMod();
+  if (IsHalf(t)) return LowerHalfArith(c);
+  if (IsFloat(t)) {
+    Round rm = FloatRound(c);
+    bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
+    if (Directed(rm)) return LowerRounded(c, 'm', t, rm, ftz, sat, 2);
+    ExecFn fn = PickFloat<FMul, 2>(t, ftz, sat);
+    return LowerSimple(c, fn, t, t, 2);
+  }
+  if (c.Has(".wide")) {
+    Ty wt = t == Ty::kU16 ? Ty::kU32 : t == Ty::kS16 ? Ty::kS32 : t == Ty::kU32 ? Ty::kU64 : t == Ty::kS32 ? Ty::kS64 : Ty::kNone;
+    ExecFn fn = WithIntType<ExecFn>(t, []<typename T>() -> ExecFn {
+      if constexpr (sizeof(T) == 2 || sizeof(T) == 4) return &ExecBinary<typename Wide<T>::type, T, IMulWide<T>>;
+      return nullptr;
+    });
+    if (wt == Ty::kNone) fn = nullptr;
+    return LowerSimple(c, fn, wt, t, 2);
+  }
+  bool hi = c.Has(".hi");
+  ExecFn fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+    return hi ? &ExecBinary<T, T, IMulHi<T>> : &ExecBinary<T, T, IMulLo<T>>;
+  });
+  return LowerSimple(c, fn, t, t, 2);
+}
+
+Status LowerMad(LowerCtx& c) {
+  Ty t = c.TypeMod();
+  if (IsHalf(t)) return LowerHalfArith(c);
+  if (IsFloat(t)) {
+    Round rm = FloatRound(c);
+    bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
+    if (Directed(rm)) return LowerRounded(c, 'f', t, rm, ftz, sat, 3);
+    ExecFn fn = PickFloat<FFma, 3>(t, ftz, sat);
+    return LowerSimple(c, fn, t, t, 3);
+  }
+  if (c.Has(".cc")) return LowerCarry(c, c.Has(".hi") ? 3 : 2, false);
+  if (c.Has(".wide")) {
+    Ty wt = t == Ty::kU16 ? Ty::kU32 : t == Ty::kS16 ? Ty::kS32 : t == Ty::kU32 ? Ty::kU64 : t == Ty::kS32 ? Ty::kS64 : Ty::kNone;
+    if (wt == Ty::kNone) return c.Unsupported();
+    ExecFn fn = WithIntType<ExecFn>(t, []<typename T>() -> ExecFn {
+      if constexpr (sizeof(T) == 2 || sizeof(T) == 4) return &ExecMadWide<T>;
+      return nullptr;
+    });
+    PVGPU_TRY(c.NeedOps(4));
+    Inst in;
+    in.fn = fn;
+    PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, t));
+    PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(2, t));
+    PVGPU_ASSIGN_OR_RETURN(in.a[3], c.Src(3, wt));
+    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, wt));
+    c.Emit(in);
+    return Status::Ok();
+  }
+  bool hi = c.Has(".hi");
+  ExecFn fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+    return hi ? &ExecTernary<T, T, IMadHi<T>> : &ExecTernary<T, T, IMadLo<T>>;
+  });
+  return LowerSimple(c, fn, t, t, 3);
+}
+
+Status LowerFma(LowerCtx& c) {
+  Ty t = c.TypeMod();
+  if (IsHalf(t)) return LowerHalfArith(c);
+  Round rm = FloatRound(c);
+  bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
+  if (Directed(rm)) return LowerRounded(c, 'f', t, rm, ftz, sat, 3);
+    ExecFn fn = PickFloat<FFma, 3>(t, ftz, sat);
+  return LowerSimple(c, fn, t, t, 3);
+}
+
+Status LowerMul24(LowerCtx& c) {
+  Ty t = c.TypeMod();
+  bool hi = c.Has(".hi");
+  ExecFn fn = nullptr;
+  if (t == Ty::kU32) fn = hi ? &ExecBinary<uint32_t, uint32_t, IMul24<uint32_t, true>> : &ExecBinary<uint32_t, uint32_t, IMul24<uint32_t, false>>;
+  if (t == Ty::kS32) fn = hi ? &ExecBinary<int32_t, int32_t, IMul24<int32_t, true>> : &ExecBinary<int32_t, int32_t, IMul24<int32_t, false>>;
+  return LowerSimple(c, fn, t, t, 2);
+}
+
+Status LowerMad24(LowerCtx& c) {
+  Ty t = c.TypeMod();
+  bool hi = c.Has(".hi");
+  ExecFn fn = nullptr;
+  if (t == Ty::kU32) fn = hi ? &ExecTernary<uint32_t, uint32_t, IMad24<uint32_t, true>> : &ExecTernary<uint32_t, uint32_t, IMad24<uint32_t, false>>;
+  if (t == Ty::kS32) fn = hi ? &ExecTernary<int32_t, int32_t, IMad24<int32_t, true>> : &ExecTernary<int32_t, int32_t, IMad24<int32_t, false>>;
+  return LowerSimple(c, fn, t, t, 3);
+}
+
+Status LowerSad(LowerCtx& c) {
+  Ty t = c.TypeMod();
+  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecTernary<T, T, ISad<T>>; }), t, t, 3);
+}
+
+Status LowerDiv(LowerCtx& c) {
+  Ty t = c.TypeMod();
+  if (IsFloat(t)) {
+    Round rm = FloatRound(c);
+    bool ftz = c.Has(".ftz");
+    if (Directed(rm)) return LowerRounded(c, 'd', t, rm, ftz, false, 2);
+    ExecFn fn = PickFloat<FDiv, 2>(t, ftz, false);
+    return LowerSimple(c, fn, t, t, 2);
+  }
+  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, IDiv<T>>; }), t, t, 2);
+}
+
+Status LowerRem(LowerCtx& c) {
+  Ty t = c.TypeMod();
+  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, IRem<T>>; }), t, t, 2);
+}
+
+Status LowerAbsNeg(LowerCtx& c, bool neg) {
+  Ty t = c.TypeMod();
+  if (IsHalf(t)) return LowerHalfArith(c);
+  ExecFn fn;
+  if (IsFloat(t)) fn = neg ? PickFloat<FNeg, 1>(t, c.Has(".ftz"), false) : PickFloat<FAbs, 1>(t, c.Has(".ftz"), false);
+  else fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+    return neg ? &ExecUnary<T, T, INeg<T>> : &ExecUnary<T, T, IAbs<T>>;
+  });
+  return LowerSimple(c, fn, t, t, 1);
+}
+Status LowerAbs(LowerCtx& c) { return LowerAbsNeg(c, false); }
+Status LowerNeg(LowerCtx& c) { return LowerAbsNeg(c, true); }
+
+Status LowerMinMax(LowerCtx& c, bool max) {
+  Ty t = c.TypeMod();
+  if (IsHalf(t)) return LowerHalfArith(c);
+  ExecFn fn;
+  if (IsFloat(t)) {
+    bool nan = c.Has(".NaN");
+    fn = max ? PickFloat<FMax, 2>(t, c.Has(".ftz"), nan) : PickFloat<FMin, 2>(t, c.Has(".ftz"), nan);
+  } else {
+    fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+      return max ? &ExecBinary<T, T, IMax<T>> : &ExecBinary<T, T, IMin<T>>;
+    });
+  }
+  if (c.ops().size() == 4) return c.Unsupported("three-input min/max");
+  return LowerSimple(c, fn, t, t, 2);
+}
+Status LowerMin(LowerCtx& c) { return LowerMinMax(c, false); }
+Status LowerMax(LowerCtx& c) { return LowerMinMax(c, true); }
+
+}  // namespace
+
+Round RoundMod(const LowerCtx& c) {
+  static const std::pair<const char*, Round> kModes[] = {
+      {".rn", Round::kRn},   {".rz", Round::kRz},   {".rm", Round::kRm},   {".rp", Round::kRp},
+      {".rni", Round::kRni}, {".rzi", Round::kRzi}, {".rmi", Round::kRmi}, {".rpi", Round::kRpi},
+      {".rna", Round::kRna}};
+  for (const auto& [name, r] : kModes)
+    if (c.Has(name)) return r;
+  return Round::kNone;
+}
+
+void RegisterArith(OpTable& t) {
+  t.Add("add", LowerAdd);
+  t.Add("sub", LowerSub);
+  t.Add("addc", LowerAddc);
+  t.Add("subc", LowerSubc);
+  t.Add("madc", LowerMadc);
+  t.Add("mul", LowerMul);
+  t.Add("mad", LowerMad);
+  t.Add("fma", LowerFma);
+  t.Add("mul24", LowerMul24);
+  t.Add("mad24", LowerMad24);
+  t.Add("sad", LowerSad);
+  t.Add("div", LowerDiv);
+  t.Add("rem", LowerRem);
+  t.Add("abs", LowerAbs);
+  t.Add("neg", LowerNeg);
+  t.Add("min", LowerMin);
+  t.Add("max", LowerMax);
+}
+
+}  // namespace pvgpu::ptx

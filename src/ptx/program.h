@@ -1,0 +1,35 @@
+// The loaded module: public metadata plus one lowered image per kernel.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ptx/ir.h"
+#include "ptx/ptx.h"
+
+namespace pvgpu::ptx {
+
+class ProgramImpl final : public Program {
+ public:
+  const std::vector<KernelInfo>& kernels() const override { return kernels_; }
+  const std::vector<GlobalInfo>& globals() const override { return globals_; }
+  const KernelImage* ImageFor(const KernelInfo& k) const {
+    size_t i = static_cast<size_t>(&k - kernels_.data());
+    return i < images_.size() ? &images_[i] : nullptr;
+  }
+
+  std::vector<KernelInfo> kernels_;
+  std::vector<GlobalInfo> globals_;
+  std::vector<KernelImage> images_;
+  std::unordered_map<std::string, int> global_index_;
+  // Module-scope .shared variables: name -> (size, align, is extern dynamic array).
+  struct SharedVar {
+    uint64_t size;
+    uint32_t align;
+    bool dynamic;
+  };
+  std::unordered_map<std::string, SharedVar> shared_vars_;
+};
+
+}  // namespace pvgpu::ptx

@@ -1,0 +1,111 @@
+// Test helpers: an AddressSpace that owns its allocations and a small launcher.
+#pragma once
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ptx/ptx.h"
+
+namespace pvgpu::ptx::testing {
+
+class TestMemory final : public AddressSpace {
+ public:
+  uint64_t Alloc(size_t bytes) {
+    std::lock_guard<std::mutex> l(mu_);
+    uint64_t base = next_;
+    next_ += (bytes + 0xFFFF) & ~uint64_t{0xFFF};  // leave gaps so overruns fault
+    next_ += 0x1000;
+    allocs_[base] = std::vector<uint8_t>(bytes);
+    return base;
+  }
+  template <typename T>
+  uint64_t Upload(const std::vector<T>& v) {
+    uint64_t a = Alloc(v.size() * sizeof(T));
+    std::memcpy(Host(a), v.data(), v.size() * sizeof(T));
+    return a;
+  }
+  template <typename T>
+  std::vector<T> Download(uint64_t addr, size_t n) {
+    std::vector<T> v(n);
+    std::memcpy(v.data(), Host(addr), n * sizeof(T));
+    return v;
+  }
+  uint8_t* Host(uint64_t addr) {
+    Range r;
+    return Lookup(addr, 1, &r) ? r.host + (addr - r.base) : nullptr;
+  }
+  uint8_t* Translate(uint64_t address, uint64_t size) override {
+    Range r;
+    if (!Lookup(address, size, &r)) return nullptr;
+    return r.host + (address - r.base);
+  }
+  bool Lookup(uint64_t address, uint64_t size, Range* out) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = allocs_.upper_bound(address);
+    if (it == allocs_.begin()) return false;
+    --it;
+    uint64_t base = it->first, len = it->second.size();
+    if (address - base > len || size > len - (address - base)) return false;
+    *out = Range{base, len, it->second.data()};
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<uint64_t, std::vector<uint8_t>> allocs_;
+  uint64_t next_ = 0x7000000000ull;
+};
+
+// Packs kernel arguments following KernelInfo::params.
+class Params {
+ public:
+  explicit Params(const KernelInfo& k) : k_(k), buf_(k.param_bytes) {}
+  template <typename T>
+  Params& Set(size_t i, T v) {
+    std::memcpy(buf_.data() + k_.params.at(i).offset, &v, sizeof(T));
+    return *this;
+  }
+  std::span<const uint8_t> span() const { return buf_; }
+
+ private:
+  const KernelInfo& k_;
+  std::vector<uint8_t> buf_;
+};
+
+// Loads the program and places its globals in `mem`.
+struct Loaded {
+  std::shared_ptr<const Program> program;
+  std::vector<uint64_t> global_addrs;
+  std::string error_log;
+};
+
+inline Loaded LoadInto(const std::string& ptx, TestMemory& mem, Status* status = nullptr) {
+  Loaded l;
+  auto p = LoadProgram(ptx, &l.error_log);
+  if (status) *status = p.ok() ? Status::Ok() : p.status();
+  if (!p.ok()) return l;
+  l.program = *p;
+  for (const auto& g : l.program->globals()) {
+    uint64_t a = mem.Alloc(std::max<uint64_t>(g.size, 1));
+    if (!g.init.empty()) std::memcpy(mem.Host(a), g.init.data(), g.init.size());
+    l.global_addrs.push_back(a);
+  }
+  for (size_t i = 0; i < l.program->globals().size(); ++i) {
+    for (const auto& r : l.program->globals()[i].relocs) {
+      uint64_t v = l.global_addrs[r.target] + static_cast<uint64_t>(r.addend);
+      std::memcpy(mem.Host(l.global_addrs[i] + r.offset), &v, 8);
+    }
+  }
+  return l;
+}
+
+inline Executor& SharedExecutor() {
+  static Executor* e = new Executor(2);
+  return *e;
+}
+
+}  // namespace pvgpu::ptx::testing

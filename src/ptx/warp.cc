@@ -1,0 +1,119 @@
+// Warp scheduling: the interpreter loop, min-pc reconvergence, barriers and fault reports.
+//
+// Divergence: every lane has a pc; the warp always executes the group of runnable lanes with
+// the lowest pc. For the structured control flow nvcc emits, lanes that branched forward wait
+// until the others reach the same pc, so they reconverge at the join point (the immediate
+// post-dominator) without a reconvergence stack, and warp-synchronous instructions after a
+// divergent region see the full warp as on hardware.
+#include "ptx/warp.h"
+
+#include <cstdio>
+
+#include "ptx/program.h"
+
+namespace pvgpu::ptx {
+
+void Warp::Reschedule() {
+  for (uint32_t m = active; m; m &= m - 1) lane_pc[__builtin_ctz(m)] = pc;
+  uint32_t runnable = live & ~blocked;
+  if (runnable == 0) {
+    active = 0;
+    next_wait = UINT32_MAX;
+    if (state == WarpState::kRunning) state = live ? WarpState::kBlocked : WarpState::kDone;
+    return;
+  }
+  uint32_t best = UINT32_MAX, second = UINT32_MAX, mask = 0;
+  for (uint32_t m = runnable; m; m &= m - 1) {
+    int i = __builtin_ctz(m);
+    uint32_t p = lane_pc[i];
+    if (p < best) {
+      second = best;
+      best = p;
+      mask = 1u << i;
+    } else if (p == best) {
+      mask |= 1u << i;
+    } else if (p < second) {
+      second = p;
+    }
+  }
+  pc = best;
+  active = mask;
+  next_wait = second;
+}
+
+void Warp::Fault(Code code_value, const Inst& in, int lane, const std::string& what) {
+  const KernelImage& img = *launch->image;
+  uint32_t p = PcOf(in);
+  const DebugInfo* dbg = p < img.debug.size() ? &img.debug[p] : nullptr;
+  const Dim3& b = launch->config.block;
+  uint32_t t = warp_id * 32 + static_cast<uint32_t>(lane < 0 ? 0 : lane);
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), " in kernel %s, PTX line %d (%s), block (%u,%u,%u), thread (%u,%u,%u)",
+                img.name.c_str(), dbg ? dbg->line : 0, dbg ? dbg->text.c_str() : "?", block->ctaid.x,
+                block->ctaid.y, block->ctaid.z, t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
+  launch->Fail(Status(code_value, what + buf));
+  state = WarpState::kDone;
+  active = 0;
+}
+
+void Block::MaybeRelease(int id) {
+  Barrier& b = bars[id];
+  uint32_t expected = b.expected ? b.expected : live_threads;
+  if (b.arrived == 0 || b.arrived < expected) return;
+  b.arrived = 0;
+  b.expected = 0;
+  for (Warp& w : *warps) {
+    uint32_t waiting = w.bar_wait[id];
+    if (!waiting) continue;
+    w.bar_wait[id] = 0;
+    w.blocked &= ~waiting;
+    if (w.state == WarpState::kBlocked) w.state = WarpState::kRunning;
+  }
+}
+
+uint8_t* TranslateGlobal(Warp& w, uint64_t addr, uint32_t size) {
+  TranslateCache& c = *w.cache;
+  uint64_t end = addr + size;
+  if (addr >= c.lo && end <= c.hi && end >= addr) return c.host + (addr - c.lo);
+  if (addr >= kWindowFloor || end < addr || w.launch->env.memory == nullptr) return nullptr;
+  AddressSpace::Range r;
+  if (!w.launch->env.memory->Lookup(addr, size, &r) || r.host == nullptr) return nullptr;
+  if (addr < r.base || end > r.base + r.size) return nullptr;
+  c.lo = r.base;
+  c.hi = r.base + r.size;
+  c.host = r.host;
+  return r.host + (addr - r.base);
+}
+
+// Runs the warp until it finishes, blocks at a barrier, faults or the launch stops.
+void RunWarp(Warp& w) {
+  const Inst* code = w.code;
+  uint32_t budget = 4096;
+  while (w.state == WarpState::kRunning) {
+    if (--budget == 0) {
+      budget = 4096;
+      if (w.launch->Stopped()) {
+        if (!w.launch->failed.load()) {
+          w.launch->Fail(Status(Code::kLaunchFailed, "launch cancelled in kernel " + w.launch->image->name));
+        }
+        w.state = WarpState::kDone;
+        return;
+      }
+    }
+    const Inst& in = code[w.pc];
+    uint32_t m = w.active;
+    if (in.guard != kNoReg) {
+      uint32_t p = *RegPtr<uint32_t>(w.regs, in.guard);
+      m &= in.guard_neg ? ~p : p;
+    }
+    if (m != 0 && in.fn(in, w, m)) {
+      if (w.state != WarpState::kRunning) return;
+      if (w.pc >= w.next_wait) w.Reschedule();
+      continue;
+    }
+    ++w.pc;
+    if (w.pc >= w.next_wait) w.Reschedule();
+  }
+}
+
+}  // namespace pvgpu::ptx

@@ -1,0 +1,109 @@
+// Run-time state of a launch, a block and a warp, shared by the interpreter loop and the
+// instruction handlers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ptx/ir.h"
+#include "ptx/ptx.h"
+
+namespace pvgpu::ptx {
+
+class ProgramImpl;
+
+struct LaunchCtx {
+  const ProgramImpl* program = nullptr;
+  const KernelImage* image = nullptr;
+  const KernelInfo* kernel = nullptr;
+  LaunchConfig config;
+  std::vector<uint8_t> params;
+  LaunchEnv env;
+  std::vector<uint8_t> reg_template;  // image template with launch constants applied
+  uint32_t shared_bytes = 0;          // static (aligned) + dynamic
+  uint32_t num_warps = 0;             // per block
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status error;  // first fault wins
+  std::mutex print_mu;
+
+  void Fail(Status s) {
+    std::lock_guard<std::mutex> l(mu);
+    if (error.ok()) error = std::move(s);
+    failed.store(true, std::memory_order_relaxed);
+  }
+  bool Stopped() const {
+    return failed.load(std::memory_order_relaxed) ||
+           (env.cancel && env.cancel->load(std::memory_order_relaxed));
+  }
+};
+
+// Last allocation a worker translated, so that streaming accesses skip AddressSpace.
+struct TranslateCache {
+  uint64_t lo = 1, hi = 0;  // empty
+  uint8_t* host = nullptr;  // host address of lo
+};
+
+inline constexpr int kNumBarriers = 16;
+
+struct Block;
+
+struct Frame {
+  uint32_t ret_pc;
+  uint32_t callsite;
+};
+
+enum class WarpState : uint8_t { kRunning, kBlocked, kDone };
+
+struct Warp {
+  uint8_t* regs = nullptr;
+  uint8_t* local = nullptr;  // lane i's local memory at local + i * local_stride
+  uint32_t local_stride = 0;
+  const Inst* code = nullptr;
+  uint32_t pc = 0;
+  uint32_t active = 0;      // lanes executing at pc
+  uint32_t next_wait = 0;   // lowest pc among other runnable lanes (UINT32_MAX: none)
+  uint32_t live = 0;        // lanes not exited
+  uint32_t blocked = 0;     // lanes waiting at a barrier
+  uint32_t bar_wait[kNumBarriers] = {};
+  uint32_t lane_pc[32] = {};
+  WarpState state = WarpState::kRunning;
+  uint32_t warp_id = 0;
+  Block* block = nullptr;
+  LaunchCtx* launch = nullptr;
+  TranslateCache* cache = nullptr;
+  std::vector<Frame> stack[32];
+  unsigned worker = 0;
+
+  // Records a fault for the launch (with kernel, line, instruction, block, thread) and stops
+  // the warp.
+  void Fault(Code code, const Inst& in, int lane, const std::string& what);
+  // Writes pc into lane_pc for the active lanes and picks the next group (lowest pc).
+  void Reschedule();
+  uint32_t PcOf(const Inst& in) const { return static_cast<uint32_t>(&in - code); }
+};
+
+struct Barrier {
+  uint32_t arrived = 0;
+  uint32_t expected = 0;  // 0: every live thread of the block
+};
+
+struct Block {
+  Dim3 ctaid;
+  uint8_t* shared = nullptr;
+  uint32_t shared_size = 0;
+  uint32_t live_threads = 0;
+  Barrier bars[kNumBarriers];
+  std::vector<Warp>* warps = nullptr;
+
+  // Releases barrier `id` if its count is reached.
+  void MaybeRelease(int id);
+};
+
+// Translates a global-space address range for lane accesses; nullptr when out of bounds.
+uint8_t* TranslateGlobal(Warp& w, uint64_t addr, uint32_t size);
+
+}  // namespace pvgpu::ptx
