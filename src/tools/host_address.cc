@@ -68,8 +68,7 @@ StatusOr<HostAddress> ParseHostAddress(const std::string& text) {
   } else if (StartsWith(view, "unix:")) {
     path = view.substr(5);
   } else if (view.find("://") != std::string_view::npos) {
-    return Error(Code::kInvalidValue,
-                 "unsupported host address '" + text + "'; " + kAcceptedForms);
+    return Error(Code::kInvalidValue, "unsupported host address '" + text + "'; " + kAcceptedForms);
   }
   if (path.empty()) {
     return Error(Code::kInvalidValue, "invalid host address '" + text + "': empty socket path");

@@ -9,7 +9,9 @@
 #include "tools/run_command.h"
 #include "tools/subcommand.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   pvgpu::log::Init("pvgpu", pvgpu::log::Level::kWarn);
 
   // Arguments after the first `--` are a command line for the program to run and are never
@@ -54,4 +56,16 @@ int main(int argc, char** argv) {
     return subcommand.run();
   }
   return pvgpu::tools::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& error) {
+    // Only allocation failures and similar can get here; say so rather than abort().
+    pvgpu::tools::PrintError(std::string("internal error: ") + error.what());
+    return 1;
+  }
 }

@@ -58,8 +58,7 @@ StatusOr<std::string> CreatePrivateDirectory() {
     if (mkdtemp(buffer.data()) != nullptr) return std::string(buffer.data());
     failures += "\n  " + base + ": " + ErrnoText(errno);
   }
-  return Error(Code::kNotPermitted,
-               "cannot create a private directory for pvgpud:" + failures);
+  return Error(Code::kNotPermitted, "cannot create a private directory for pvgpud:" + failures);
 }
 
 std::string DescribeWaitStatus(int status) {
@@ -124,8 +123,8 @@ StatusOr<std::unique_ptr<PrivateHost>> PrivateHost::Start(const Options& options
     std::filesystem::remove_all(directory, ignored);
     return status;
   }
-  return Error(status.code(), status.message() + tail + "\nThe private host's files are kept in " +
-                                  directory);
+  return Error(status.code(),
+               status.message() + tail + "\nThe private host's files are kept in " + directory);
 }
 
 Status PrivateHost::Launch() {
@@ -134,8 +133,7 @@ Status PrivateHost::Launch() {
   std::string output_path = directory_ + "/" + kOutputName;
   if (access(options_.daemon_path.c_str(), X_OK) != 0) {
     return Error(Code::kFileNotFound,
-                 "cannot start a private host: " + options_.daemon_path + ": " +
-                     ErrnoText(errno) +
+                 "cannot start a private host: " + options_.daemon_path + ": " + ErrnoText(errno) +
                      " (is pvgpu installed completely? --host ADDR uses a running host instead)");
   }
 

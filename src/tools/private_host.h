@@ -21,7 +21,7 @@ namespace pvgpu::tools {
 class PrivateHost {
  public:
   struct Options {
-    std::string daemon_path;   // PREFIX/bin/pvgpud
+    std::string daemon_path;  // PREFIX/bin/pvgpud
     std::string adapters = "cpu";
     bool keep_logs = false;
     std::chrono::milliseconds ready_timeout{10000};

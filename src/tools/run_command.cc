@@ -54,7 +54,7 @@ class RunFormatter : public CLI::Formatter {
 };
 
 bool PathExists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
@@ -97,8 +97,7 @@ std::string ChooseExistingHost(const RunOptions& options, int* exit_code) {
     return "";
   }
   if (!IsReachable(*address)) {
-    PrintWarning(std::string("PVGPU_HOST=") + env +
-                 " is not reachable; starting a private host");
+    PrintWarning(std::string("PVGPU_HOST=") + env + " is not reachable; starting a private host");
     return "";
   }
   PVGPU_DEBUG("using PVGPU_HOST=" << env);
@@ -202,7 +201,7 @@ Subcommand RegisterRunCommand(CLI::App& app, const std::vector<std::string>* tra
     if (adapters_option->count() > 0) options.adapters = parsed->adapters;
     options.keep_logs = parsed->keep_logs;
     std::vector<std::string> before_separator = run->remaining();
-    if (!before_separator.empty() && before_separator[0].rfind("-", 0) == 0) {
+    if (!before_separator.empty() && before_separator[0].rfind('-', 0) == 0) {
       PrintError("unknown option '" + before_separator[0] + "' for 'pvgpu run'; see --help");
       return kExitUsage;
     }

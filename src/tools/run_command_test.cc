@@ -202,7 +202,8 @@ TEST_F(RunCommandTest, CommandSeesGuestLibrariesAndHost) {
   EXPECT_EQ(lines[0], "unix:/some/where.sock");
   EXPECT_EQ(lines[1], (prefix_ / "lib" / "pvgpu").string() + ":/old/lib");
 
-  Result no_old_path = Run({"run", "--host", kNoHost, "--", "sh", "-c", "echo \"$LD_LIBRARY_PATH\""});
+  Result no_old_path =
+      Run({"run", "--host", kNoHost, "--", "sh", "-c", "echo \"$LD_LIBRARY_PATH\""});
   EXPECT_EQ(no_old_path.out, (prefix_ / "lib" / "pvgpu").string() + "\n");
 }
 
@@ -304,8 +305,8 @@ TEST_F(RunCommandTest, MissingDaemonIsReported) {
 TEST_F(RunCommandTest, SignalsAreForwardedAndThePrivateHostStopped) {
   for (int signo : {SIGTERM, SIGINT, SIGHUP}) {
     fs::path marker = root_ / ("pid-" + std::to_string(signo));
-    pid_t pvgpu = Start({"run", "--", "sh", "-c", "echo $$ > " + marker.string() + "; exec sleep 30"},
-                        {});
+    pid_t pvgpu =
+        Start({"run", "--", "sh", "-c", "echo $$ > " + marker.string() + "; exec sleep 30"}, {});
     ASSERT_TRUE(WaitUntil([&] { return !ReadFile(marker).empty(); }, milliseconds(10000)));
     kill(pvgpu, signo);
     Result result = Finish(pvgpu);
@@ -331,8 +332,7 @@ TEST_F(RunCommandTest, PrivateHostDiesWithPvgpu) {
 TEST_F(RunCommandTest, StubbornDaemonIsKilledAndItsLogsKept) {
   Result result = Run({"run", "--", "true"}, {"FAKE_PVGPUD_MODE=ignore-term"});
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_NE(result.err.find("did not stop within 5 s of SIGTERM"), std::string::npos)
-      << result.err;
+  EXPECT_NE(result.err.find("did not stop within 5 s of SIGTERM"), std::string::npos) << result.err;
   EXPECT_FALSE(RuntimeDirEmpty());
   for (pid_t pid : DaemonPids()) EXPECT_TRUE(ProcessGone(pid));
 }
@@ -349,8 +349,8 @@ TEST_F(RunCommandTest, CommandLineForms) {
   // Without `--` the first positional starts COMMAND and its options stay its own.
   EXPECT_EQ(Run({"run", "--host", kNoHost, "sh", "-c", "exit 4"}).exit_code, 4);
   // After `--` nothing is parsed by pvgpu, not even another `--` or --host.
-  Result passthrough = Run({"run", "--host", kNoHost, "--", "sh", "-c", "echo \"$@\"", "sh",
-                            "--host", "--", "x"});
+  Result passthrough =
+      Run({"run", "--host", kNoHost, "--", "sh", "-c", "echo \"$@\"", "sh", "--host", "--", "x"});
   EXPECT_EQ(passthrough.out, "--host -- x\n");
 }
 
