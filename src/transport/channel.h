@@ -27,6 +27,9 @@ namespace pvgpu::transport {
 // Transport-level version, checked during connection set-up (before any protocol message).
 inline constexpr uint32_t kTransportVersion = 1;
 
+// Thread safety: every method may be called from any thread. Concurrent Sends are serialized
+// with each other, as are concurrent Receives and ReceiveFds; a Receive, a Send blocked on a
+// full ring and any number of WaitFence calls may all wait at the same time.
 class Endpoint {
  public:
   virtual ~Endpoint() = default;
@@ -36,7 +39,16 @@ class Endpoint {
 
   // Appends one message, the concatenation of `parts`, to the outgoing stream. Returns as soon
   // as the bytes are in the ring (it does not wait for the peer to read them); blocks only while
-  // the ring is full. Errors: kDeviceUnavailable when the peer is gone or the channel is broken.
+  // the ring is full. Errors: kDeviceUnavailable when the peer is gone or the channel is broken
+  // (also while blocked on a full ring), kInvalidValue (not fatal) for a message over
+  // max_message_size(), kInvalidValue (fatal) when the peer corrupted the ring.
+  //
+  // A full ring never times out. To avoid two sides blocking on each other's full rings, the
+  // protocol must keep the rule that each side drains its incoming ring independently of its
+  // sends: the guest reads replies on the thread (or after the call) that waits for them and
+  // asynchronous commands get no replies; the host never sends unsolicited bulk data. A host
+  // that wants a bound anyway runs Send on the session thread and Closes the endpoint from a
+  // watchdog, which makes the blocked Send return.
   virtual Status Send(std::span<const std::span<const uint8_t>> parts) = 0;
   Status Send(std::span<const uint8_t> message) {
     std::span<const uint8_t> parts[] = {message};
@@ -144,6 +156,12 @@ class UnixListener {
   uint64_t device_ = 0;  // identity of the socket file we bound, so that ~UnixListener
   uint64_t inode_ = 0;   // never unlinks a successor's socket
 };
+
+// Checks that `fd` is a memfd sealed against shrinking (F_SEAL_SHRINK; seals can never be
+// removed) that holds at least `min_bytes`, so that a mapping of `min_bytes` of it can never
+// fault with SIGBUS because the peer truncated the file. Hosts call it on every memfd a guest
+// passes (pinned host memory) before mmap. kInvalidValue with the reason otherwise.
+Status VerifySealedMemfd(int fd, uint64_t min_bytes);
 
 // Two endpoints joined in memory: what one sends the other receives.
 std::pair<std::unique_ptr<Endpoint>, std::unique_ptr<Endpoint>> CreateInProcessPair(

@@ -56,6 +56,9 @@ Status SendRecord(int socket, std::span<const uint8_t> bytes, std::span<const in
     if (n < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)) {
       return ErrnoError(Code::kDeviceUnavailable, "peer closed the channel", errno);
     }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return Error(Code::kDeviceUnavailable, "peer is not reading (send timed out)");
+    }
     if (n < 0) return ErrnoError(Code::kDeviceUnavailable, "sendmsg", errno);
     return Error(Code::kDeviceUnavailable, "sendmsg: short write");
   }

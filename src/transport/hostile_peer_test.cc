@@ -163,6 +163,20 @@ TEST_F(HostilePeerTest, RejectsMissingDescriptors) {
   ExpectRejected(guest, "expected 3");
 }
 
+TEST(VerifySealedMemfdTest, AcceptsOnlyShrinkSealedMemfdsOfTheSize) {
+  EXPECT_TRUE(VerifySealedMemfd(Memfd(8192, F_SEAL_SHRINK).get(), 8192).ok());
+  EXPECT_TRUE(VerifySealedMemfd(Memfd(8192, kGoodSeals).get(), 4096).ok());
+  Status unsealed = VerifySealedMemfd(Memfd(8192, 0).get(), 8192);
+  EXPECT_EQ(unsealed.code(), Code::kInvalidValue);
+  EXPECT_NE(unsealed.message().find("shrinking"), std::string::npos) << unsealed.message();
+  EXPECT_EQ(VerifySealedMemfd(Memfd(4096, F_SEAL_SHRINK).get(), 8192).code(), Code::kInvalidValue);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  EXPECT_EQ(VerifySealedMemfd(pipe_fds[0], 1).code(), Code::kInvalidValue);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+}
+
 TEST_F(HostilePeerTest, DropsASilentClientAfterTheSetUpTimeout) {
   UniqueFd silent = ConnectRaw(dir_.Socket());
   const double start = testing::NowSeconds();

@@ -217,8 +217,10 @@ Status ShmEndpoint::SendFd(int fd) {
   const uint8_t tag = kFdTag;
   int fds[1] = {fd};
   Status sent = SendRecord(socket_.get(), {&tag, 1}, fds);
-  if (sent.code() == Code::kDeviceUnavailable) return PeerGone();
-  return sent;
+  if (sent.code() == Code::kDeviceUnavailable && sent.message().rfind("peer closed", 0) == 0) {
+    return PeerGone();
+  }
+  return sent.WithContext(description_);
 }
 
 StatusOr<int> ShmEndpoint::ReceiveFd(int timeout_ms) {

@@ -49,9 +49,12 @@ Status MakeParentDirectories(const std::string& path) {
 // True when a process accepts connections on `path`.
 bool SomeoneAnswers(const sockaddr_un& addr) {
   for (int type : {SOCK_SEQPACKET, SOCK_STREAM}) {
-    UniqueFd probe(::socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
+    // Non-blocking: a live but stuck daemon with a full backlog answers EAGAIN instead of
+    // blocking us.
+    UniqueFd probe(::socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!probe.valid()) continue;
-    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 ||
+        errno == EAGAIN) {
       return true;
     }
     if (errno != EPROTOTYPE) return false;  // ECONNREFUSED: nobody listens (stale file)
@@ -92,19 +95,18 @@ std::string Validate(const internal::SetupRequest& request, size_t size,
   }
   const uint64_t expected =
       internal::kHeaderBytes + request.g2h_ring_bytes + request.h2g_ring_bytes;
-  struct stat st;
-  if (::fstat(fds[0].get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return "shared memory descriptor is not a regular file";
+  if (Status memfd = VerifySealedMemfd(fds[0].get(), expected); !memfd.ok()) {
+    return memfd.message();
   }
+  // The rings must not grow either (exact layout), nor take seals we did not see.
   const int seals = ::fcntl(fds[0].get(), F_GET_SEALS);
-  if (seals < 0) return "shared memory descriptor is not a sealable memfd";
   constexpr int kRequired = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
   if ((seals & kRequired) != kRequired) {
     return "shared memory memfd is not sealed against shrink, grow and reseal";
   }
   if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) return "shared memory memfd is write-sealed";
-  // Checked after the seals: from here on the size cannot change.
-  if (static_cast<uint64_t>(st.st_size) != expected) {
+  struct stat st;
+  if (::fstat(fds[0].get(), &st) != 0 || static_cast<uint64_t>(st.st_size) != expected) {
     return "shared memory memfd has " + std::to_string(st.st_size) + " bytes, expected " +
            std::to_string(expected);
   }
@@ -188,6 +190,26 @@ StatusOr<std::unique_ptr<Endpoint>> ServerHandshake(UniqueFd sock, int pid, int 
 
 }  // namespace
 
+Status VerifySealedMemfd(int fd, uint64_t min_bytes) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Error(Code::kInvalidValue, "shared memory descriptor is not a regular file");
+  }
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0) {
+    return Error(Code::kInvalidValue, "shared memory descriptor is not a sealable memfd");
+  }
+  if (!(seals & F_SEAL_SHRINK)) {
+    return Error(Code::kInvalidValue, "shared memory memfd is not sealed against shrinking");
+  }
+  // Checked after the seal: from here on the size cannot go down.
+  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < min_bytes) {
+    return Error(Code::kInvalidValue, "shared memory memfd has " + std::to_string(st.st_size) +
+                                          " bytes, expected " + std::to_string(min_bytes));
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::string& path, int mode) {
   sockaddr_un addr;
   if (!FillAddress(path, &addr)) return Error(Code::kInvalidValue, "bad socket path: " + path);
@@ -255,6 +277,9 @@ StatusOr<UnixListener::PendingGuest> UnixListener::AcceptPending() {
       if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) continue;
       return ErrnoError(Code::kUnknown, "accept", errno);
     }
+    // SendFd must not hang on a guest that never reads its descriptors.
+    const timeval send_timeout{5, 0};
+    ::setsockopt(conn.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
     ucred cred{};
     socklen_t len = sizeof(cred);
     int pid = -1, uid = -1;
