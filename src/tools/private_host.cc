@@ -118,7 +118,9 @@ StatusOr<std::unique_ptr<PrivateHost>> PrivateHost::Start(const Options& options
   bool interrupted = options.interrupted && options.interrupted() != 0;
   std::string tail = interrupted ? "" : host->LogTail();
   host->Abandon();
-  if (interrupted) {
+  // Keep the directory only when the daemon left something to read; an empty one (say,
+  // pvgpud is missing) would just litter the runtime directory.
+  if (interrupted || tail.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(directory, ignored);
     return status;

@@ -300,6 +300,7 @@ TEST_F(RunCommandTest, MissingDaemonIsReported) {
   EXPECT_EQ(result.exit_code, 125);
   EXPECT_NE(result.err.find((prefix_ / "bin" / "pvgpud").string()), std::string::npos)
       << result.err;
+  EXPECT_TRUE(RuntimeDirEmpty()) << "nothing to keep when the daemon never ran";
 }
 
 TEST_F(RunCommandTest, SignalsAreForwardedAndThePrivateHostStopped) {
