@@ -1,0 +1,69 @@
+/* Shared helpers for the end-to-end driver-API programs: plain C, as an application would be. */
+#ifndef PVGPU_TESTS_E2E_COMMON_H_
+#define PVGPU_TESTS_E2E_COMMON_H_
+
+#include <cuda.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                                       \
+  do {                                                                                    \
+    CUresult check_result_ = (call);                                                      \
+    if (check_result_ != CUDA_SUCCESS) {                                                  \
+      const char* check_name_ = "?";                                                      \
+      cuGetErrorName(check_result_, &check_name_);                                        \
+      fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call,           \
+              check_name_, (int)check_result_);                                           \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+#define EXPECT_RESULT(expected, call)                                                     \
+  do {                                                                                    \
+    CUresult expect_result_ = (call);                                                     \
+    if (expect_result_ != (expected)) {                                                   \
+      const char* got_ = "?";                                                             \
+      const char* want_ = "?";                                                            \
+      cuGetErrorName(expect_result_, &got_);                                              \
+      cuGetErrorName((expected), &want_);                                                 \
+      fprintf(stderr, "%s:%d: %s returned %s, expected %s\n", __FILE__, __LINE__, #call,  \
+              got_, want_);                                                               \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+#define EXPECT_TRUE(cond)                                                    \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);    \
+      exit(1);                                                               \
+    }                                                                        \
+  } while (0)
+
+/* Reads NAME.ptx from the directory that holds the running executable. */
+static char* ReadPtx(const char* name) {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return NULL;
+  path[n] = '\0';
+  char* slash = strrchr(path, '/');
+  snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s.ptx", name);
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "cannot open %s\n", path);
+    exit(1);
+  }
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* text = (char*)malloc((size_t)size + 1);
+  if (fread(text, 1, (size_t)size, f) != (size_t)size) exit(1);
+  text[size] = '\0';
+  fclose(f);
+  return text;
+}
+
+#endif  /* PVGPU_TESTS_E2E_COMMON_H_ */
