@@ -85,17 +85,23 @@ StatusOr<HostAddress> ParseHostAddress(const std::string& text) {
 
 bool IsReachable(const HostAddress& address) {
   if (address.kind != HostAddress::Kind::kUnix) return true;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, address.target.data(), address.target.size());
-  int rc;
-  do {
-    rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
-  } while (rc != 0 && errno == EINTR);
-  close(fd);
-  return rc == 0;
+  // pvgpud's channel is SOCK_SEQPACKET; a stream listener is tried too so that the answer
+  // does not depend on the transport's choice. Connecting to the wrong type fails with
+  // EPROTOTYPE, which still proves that something listens.
+  for (int type : {SOCK_SEQPACKET, SOCK_STREAM}) {
+    // Non-blocking: a live daemon with a full backlog answers EAGAIN instead of blocking us.
+    int fd = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) continue;
+    int rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+    int err = errno;
+    close(fd);
+    if (rc == 0 || err == EAGAIN) return true;
+    if (err != EPROTOTYPE) return false;  // ECONNREFUSED: a stale socket file, nobody listens.
+  }
+  return false;
 }
 
 }  // namespace pvgpu::tools

@@ -49,26 +49,29 @@ TEST(HostAddressTest, RejectsMalformedAddresses) {
 }
 
 TEST(HostAddressTest, UnixReachabilityFollowsAListeningSocket) {
-  char dir_template[] = "/tmp/pvgpu-host-address-test.XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  std::string path = std::string(dir_template) + "/s.sock";
-  StatusOr<HostAddress> address = ParseHostAddress("unix:" + path);
-  ASSERT_TRUE(address.ok());
-  EXPECT_FALSE(IsReachable(*address));
+  // pvgpud listens with SOCK_SEQPACKET; any listener type counts.
+  for (int type : {SOCK_SEQPACKET, SOCK_STREAM}) {
+    char dir_template[] = "/tmp/pvgpu-host-address-test.XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template), nullptr);
+    std::string path = std::string(dir_template) + "/s.sock";
+    StatusOr<HostAddress> address = ParseHostAddress("unix:" + path);
+    ASSERT_TRUE(address.ok());
+    EXPECT_FALSE(IsReachable(*address));
 
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(fd, 4), 0);
-  EXPECT_TRUE(IsReachable(*address));
+    int fd = socket(AF_UNIX, type, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(listen(fd, 4), 0);
+    EXPECT_TRUE(IsReachable(*address)) << "socket type " << type;
 
-  // A socket file left behind by a dead daemon is not reachable.
-  close(fd);
-  EXPECT_FALSE(IsReachable(*address));
-  unlink(path.c_str());
-  rmdir(dir_template);
+    // A socket file left behind by a dead daemon is not reachable.
+    close(fd);
+    EXPECT_FALSE(IsReachable(*address));
+    unlink(path.c_str());
+    rmdir(dir_template);
+  }
 }
 
 TEST(HostAddressTest, NetworkAddressesAreNotProbed) {

@@ -257,7 +257,7 @@ TEST_F(RunCommandTest, AdaptersAndKeepLogsReachThePrivateHost) {
 
 TEST_F(RunCommandTest, ReachableEnvironmentHostIsUsed) {
   fs::path socket_path = root_ / "existing.sock";
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, socket_path.c_str(), sizeof(addr.sun_path) - 1);

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     sigprocmask(SIG_BLOCK, &term, nullptr);
   }
 
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
