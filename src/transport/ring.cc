@@ -16,8 +16,10 @@ Status Corrupt(const std::string& what) {
 }  // namespace
 
 StatusOr<size_t> RingWriter::FreeBytes() const {
-  // Acquire: the consumer finished copying the bytes out before publishing its head.
-  const uint64_t head = Word(*head_word_).load(std::memory_order_acquire);
+  // Acquire: the consumer finished copying the bytes out before publishing its head. seq_cst
+  // (free on x86 and ARMv8) because a producer about to sleep re-checks with this load after
+  // raising its waiter flag (see ShmEndpoint::WaitUntil).
+  const uint64_t head = Word(*head_word_).load(std::memory_order_seq_cst);
   const uint64_t used = tail_ - head;  // modular; a head ahead of our tail wraps to huge
   if (used > capacity_) {
     return Corrupt("consumer head " + std::to_string(head) + " is not within " +
@@ -50,7 +52,8 @@ void RingWriter::Write(std::span<const std::span<const uint8_t>> parts, size_t t
 }
 
 bool RingReader::HasData() const {
-  return Word(*tail_word_).load(std::memory_order_acquire) != head_;
+  // seq_cst: the re-check after raising the waiter flag (see ShmEndpoint::WaitUntil).
+  return Word(*tail_word_).load(std::memory_order_seq_cst) != head_;
 }
 
 void RingReader::CopyOut(uint64_t at, uint8_t* bytes, size_t size) const {

@@ -117,10 +117,10 @@ Status ShmEndpoint::WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadl
     CpuRelax();
   }
   for (;;) {
-    // Raise our flag, then re-check (Dekker with the peer's seq_cst publish-then-check):
-    // either the peer sees the flag and rings, or we see its update here.
+    // Raise our flag, then re-check (Dekker with the peer's seq_cst publish-then-check; the
+    // loads inside ready() are seq_cst too): either the peer sees the flag and rings, or we
+    // see its update here.
     Flag(flag).fetch_add(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     const uint64_t generation = doorbell_.generation();
     Status slept = Status::Ok();
     const bool is_ready = ready();
@@ -200,7 +200,7 @@ void ShmEndpoint::PublishFence(uint64_t value) {
 }
 
 uint64_t ShmEndpoint::ReadFence() const {
-  return Word(header_->fence).load(std::memory_order_acquire);
+  return Word(header_->fence).load(std::memory_order_seq_cst);  // see WaitUntil
 }
 
 Status ShmEndpoint::WaitFence(uint64_t value, int timeout_ms) {
