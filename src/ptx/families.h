@@ -11,6 +11,8 @@ Round RoundMod(const LowerCtx& c);
 
 // f16/bf16 (and x2) forms of add/sub/mul/fma/neg/abs/min/max (ops_half.cc).
 Status LowerHalfArith(LowerCtx& c);
+// cvt.rn.{f16x2,bf16x2}.f32 d, a, b (ops_half.cc).
+Status LowerCvtPackHalf(LowerCtx& c);
 // Float add/sub/mul/fma/div/sqrt/rcp with a directed rounding mode (ops_round.cc).
 // op: 'a' add, 's' sub, 'm' mul, 'f' fma, 'd' div, 'q' sqrt, 'r' rcp.
 Status LowerRounded(LowerCtx& c, char op, Ty t, Round rm, bool ftz, bool sat, int nsrc);

@@ -264,8 +264,21 @@ StatusOr<const Sym*> LowerCtx::SharedSym(const std::string& name) {
   return &s;
 }
 
-StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o, Ty t) {
+StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
   using K = ast::Operand::Kind;
+  // Registers need no '%' prefix (inline asm declares ".reg .f16 low;").
+  ast::Operand renamed;
+  const ast::Operand* op = &o_in;
+  uint32_t probe;
+  if (o_in.kind == K::kSymbol) {
+    const Sym* s = Lookup(o_in.name, &probe);
+    if (s && s->kind == Sym::Kind::kReg) {
+      renamed = o_in;
+      renamed.kind = K::kReg;
+      op = &renamed;
+    }
+  }
+  const ast::Operand& o = *op;
   const char want = ClassOf(t);
   switch (o.kind) {
     case K::kReg: {
@@ -366,7 +379,7 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o, Ty t) {
 StatusOr<uint32_t> LowerCtx::DstOp(const ast::Operand& o, Ty t) {
   const char want = ClassOf(t);
   if (o.kind == ast::Operand::Kind::kSink) return Temp(want);
-  if (o.kind != ast::Operand::Kind::kReg || o.neg) return ErrAt(o, "expected a destination register");
+  if ((o.kind != ast::Operand::Kind::kReg && o.kind != ast::Operand::Kind::kSymbol) || o.neg) return ErrAt(o, "expected a destination register");
   uint32_t off;
   const Sym* s = Lookup(o.name, &off);
   if (!s || s->kind != Sym::Kind::kReg) return ErrAt(o, "unknown register " + o.name);

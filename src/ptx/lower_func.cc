@@ -275,18 +275,24 @@ Status LowerCtx::LowerKernel(int fi) {
     }
     if (recursive[f]) img_.recursive = true;
   }
+  // A recursive function's frame ends with the area where its registers are saved when it is
+  // entered again, so frames are [locals and params | saved registers].
+  std::vector<uint32_t> save_bytes(nf, 0), full_frame(nf, 0);
+  for (size_t f = 0; f < nf; ++f) {
+    if (!funcs_[f].lowered) continue;
+    if (recursive[f])
+      for (const auto& r : funcs_[f].regs) save_bytes[f] += r.second;
+    full_frame[f] = AlignUp(funcs_[f].frame + save_bytes[f], 16);
+  }
   for (const auto& pc : pending_calls_) {
     CallSite& s = img_.calls[pc.site];
     s.callee_pc = funcs_[pc.callee].entry_pc;
-    s.caller_frame = funcs_[pc.caller].frame;
-    s.callee_frame = funcs_[pc.callee].frame;
+    s.caller_frame = full_frame[pc.caller];
+    s.callee_frame = full_frame[pc.callee];
     if (recursive[pc.callee]) {
-      s.save_offset = s.callee_frame;
-      for (const auto& r : funcs_[pc.callee].regs) {
-        s.saved_regs.push_back(r);
-        s.save_bytes += r.second;
-      }
-      s.callee_frame = AlignUp(s.callee_frame + s.save_bytes, 16);
+      s.save_offset = funcs_[pc.callee].frame;
+      s.saved_regs = funcs_[pc.callee].regs;
+      s.save_bytes = save_bytes[pc.callee];
     }
   }
   // Per-thread local memory: the kernel frame plus the deepest call chain.

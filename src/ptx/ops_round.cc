@@ -178,9 +178,12 @@ bool ExecRounded(const Inst& in, Warp& w, uint32_t m) {
 }
 
 Status LowerCvt(LowerCtx& c) {
+  Ty dt0 = c.TypeMod(0);
+  if (dt0 == Ty::kF16x2 || dt0 == Ty::kBF16x2) return LowerCvtPackHalf(c);
   PVGPU_TRY(c.NeedOps(2));
   Ty dt = c.TypeMod(0), st = c.TypeMod(1);
-  if (dt == Ty::kF16x2 || dt == Ty::kBF16x2 || c.Has(".pack")) return c.Unsupported();
+  if (dt == Ty::kF16x2 || dt == Ty::kBF16x2) return LowerCvtPackHalf(c);
+  if (c.Has(".pack") || c.Has(".relu")) return c.Unsupported();
   ExecFn fn = CvtHandler(dt, st, RoundMod(c), c.Has(".ftz"), c.Has(".sat"));
   return LowerSimple(c, fn, dt, st, 1, static_cast<uint64_t>(RoundMod(c)),
                      static_cast<uint8_t>((c.Has(".ftz") ? 1 : 0) | (c.Has(".sat") ? 2 : 0)));

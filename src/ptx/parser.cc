@@ -394,8 +394,26 @@ class Parser {
           return Err(t, "unsupported directive in function body");
         s.kind = ast::Statement::Kind::kDecl;
         PVGPU_TRY(ParseDecl(s.decl, sp != ast::Space::kReg && sp != ast::Space::kParam));
+        // ".reg .f16 low, high;" declares several names of one type.
+        std::vector<ast::Statement> more;
+        while (Accept(',')) {
+          const Token& n = Next();
+          if (n.kind != TokKind::kIdent) return Err(n, "expected a name");
+          ast::Statement extra = s;
+          extra.decl.name = std::string(n.text);
+          extra.decl.is_range = false;
+          if (Accept('<')) {
+            PVGPU_ASSIGN_OR_RETURN(uint64_t cnt, ExpectUint());
+            if (cnt > (1u << 20)) return Err(n, "register range too large");
+            extra.decl.is_range = true;
+            extra.decl.range_count = static_cast<uint32_t>(cnt);
+            PVGPU_TRY(Expect('>'));
+          }
+          more.push_back(std::move(extra));
+        }
         PVGPU_TRY(Expect(';'));
         f.body.push_back(std::move(s));
+        for (auto& e : more) f.body.push_back(std::move(e));
         continue;
       }
       s.kind = ast::Statement::Kind::kInst;

@@ -1,7 +1,10 @@
 // Test helpers: an AddressSpace that owns its allocations and a small launcher.
 #pragma once
 
+#include <atomic>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -107,5 +110,75 @@ inline Executor& SharedExecutor() {
   static Executor* e = new Executor(2);
   return *e;
 }
+
+}  // namespace pvgpu::ptx::testing
+
+namespace pvgpu::ptx::testing {
+
+// One kernel argument as raw bytes.
+struct Arg {
+  std::vector<uint8_t> bytes;
+  template <typename T>
+  Arg(T v) : bytes(sizeof(T)) {  // NOLINT: implicit on purpose
+    std::memcpy(bytes.data(), &v, sizeof(T));
+  }
+};
+
+// Loads a PTX file (from the build-time corpus) and launches its kernels on TestMemory.
+class Runner {
+ public:
+  explicit Runner(const std::string& ptx) {
+    Status s;
+    loaded_ = LoadInto(ptx, mem_, &s);
+    load_status_ = s;
+  }
+  static std::string ReadFile(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  bool ok() const { return loaded_.program != nullptr; }
+  const Status& load_status() const { return load_status_; }
+  TestMemory& mem() { return mem_; }
+  const Program& program() const { return *loaded_.program; }
+  uint64_t GlobalAddress(const std::string& name) const {
+    int i = loaded_.program->FindGlobal(name);
+    return i < 0 ? 0 : loaded_.global_addrs[i];
+  }
+
+  Status Launch(const std::string& kernel, Dim3 grid, Dim3 block, std::vector<Arg> args,
+                uint32_t shared = 0, const std::atomic<bool>* cancel = nullptr) {
+    const KernelInfo* k = loaded_.program->FindKernel(kernel);
+    if (!k) return Error(Code::kNotFound, "no kernel " + kernel);
+    if (args.size() != k->params.size()) return Error(Code::kInvalidValue, "wrong argument count");
+    std::vector<uint8_t> buf(k->param_bytes);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].bytes.size() != k->params[i].size)
+        return Error(Code::kInvalidValue, "argument " + std::to_string(i) + " has the wrong size");
+      std::memcpy(buf.data() + k->params[i].offset, args[i].bytes.data(), args[i].bytes.size());
+    }
+    LaunchEnv env;
+    env.memory = &mem_;
+    env.global_addresses = loaded_.global_addrs;
+    env.cancel = cancel;
+    env.print = [this](std::string_view s) {
+      std::lock_guard<std::mutex> l(print_mu_);
+      printed_ += s;
+    };
+    return SharedExecutor().Launch(*loaded_.program, *k, LaunchConfig{grid, block, shared}, buf, env);
+  }
+  std::string printed() {
+    std::lock_guard<std::mutex> l(print_mu_);
+    return printed_;
+  }
+
+ private:
+  TestMemory mem_;
+  Loaded loaded_;
+  Status load_status_;
+  std::mutex print_mu_;
+  std::string printed_;
+};
 
 }  // namespace pvgpu::ptx::testing

@@ -62,6 +62,12 @@ void Block::MaybeRelease(int id) {
   if (b.arrived == 0 || b.arrived < expected) return;
   b.arrived = 0;
   b.expected = 0;
+  b.res_popc = b.red_popc;
+  b.res_and = b.red_and;
+  b.res_or = b.red_or;
+  b.red_popc = 0;
+  b.red_and = true;
+  b.red_or = false;
   for (Warp& w : *warps) {
     uint32_t waiting = w.bar_wait[id];
     if (!waiting) continue;

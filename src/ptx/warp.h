@@ -89,6 +89,11 @@ struct Warp {
 struct Barrier {
   uint32_t arrived = 0;
   uint32_t expected = 0;  // 0: every live thread of the block
+  // bar.red accumulators, and their values captured when the barrier last completed.
+  uint32_t red_popc = 0;
+  bool red_and = true, red_or = false;
+  uint32_t res_popc = 0;
+  bool res_and = true, res_or = false;
 };
 
 struct Block {
