@@ -115,6 +115,8 @@ class Adapter {
   virtual StatusOr<std::unique_ptr<Context>> CreateContext() = 0;
   // Bytes in use across all contexts.
   virtual uint64_t used_bytes() const = 0;
+  // Percent of the time since the previous call during which a kernel ran (NVML's sense).
+  virtual uint32_t SampleUtilization() = 0;
 };
 
 }  // namespace pvgpu::adapters

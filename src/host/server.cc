@@ -15,6 +15,8 @@ Status Server::AddListener(const ListenerConfig& config) {
   listener->config = config;
   listener->policy.memory_quota = config.memory_quota;
   listener->policy.listener = config.address;
+  listener->policy.server = this;
+  listener->policy.admin = config.admin;
   if (config.adapters.empty()) {
     for (auto& adapter : adapters_) listener->policy.adapters.push_back(adapter.get());
   } else {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@ struct ListenerConfig {
   std::string address;                // "unix:/run/pvgpu/pvgpud.sock"
   std::vector<uint32_t> adapters;     // host adapter indices; empty = all
   uint64_t memory_quota = 0;          // per session; 0 = none
+  bool admin = true;                  // its sessions may see the whole host (pvgpu smi)
 };
 
 class Server {
@@ -33,6 +35,8 @@ class Server {
 
   const std::vector<std::unique_ptr<adapters::Adapter>>& adapters() const { return adapters_; }
   std::vector<SessionSnapshot> Sessions();
+  // The host as `viewer` may see it, as JSON (HostStatus; pvgpu adapters/smi; NVML).
+  std::string StatusJson(const SessionPolicy& viewer);
 
  private:
   struct Listener {
@@ -55,6 +59,10 @@ class Server {
   std::list<SessionSlot> sessions_;
   std::atomic<uint32_t> next_session_id_{1};
   std::atomic<bool> stopping_{false};
+  // Utilization is sampled at most once a second per adapter, whoever asks.
+  std::mutex utilization_mutex_;
+  std::vector<uint32_t> utilization_;
+  std::vector<std::chrono::steady_clock::time_point> utilization_time_;
 };
 
 }  // namespace pvgpu::host

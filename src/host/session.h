@@ -22,12 +22,18 @@
 
 namespace pvgpu::host {
 
+class Server;
+
 // What a listener grants the sessions it accepts: which host adapters they see (in order) and
 // how much device memory each session may hold across them (0: no quota beyond the adapters').
 struct SessionPolicy {
   std::vector<adapters::Adapter*> adapters;
   uint64_t memory_quota = 0;
   std::string listener;  // for logs and smi
+  Server* server = nullptr;
+  // An admin session (the host's own tools) sees every session and listener; others see only
+  // their own listener's sessions and adapters.
+  bool admin = true;
 };
 
 // A point-in-time view for `pvgpu smi`.
@@ -53,6 +59,7 @@ class Session {
   bool finished() const { return finished_.load(); }
   SessionSnapshot Snapshot() const;
   uint32_t id() const { return id_; }
+  const SessionPolicy& policy() const { return policy_; }
 
   // Called by protocol::Dispatch for each decoded request.
   template <typename Request>
@@ -81,6 +88,7 @@ class Session {
   // Executors, one per message; session_handlers_*.cc.
   Code Execute(const protocol::HelloRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::GoodbyeRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::HostStatusRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::DeviceGetInfoRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::MemGetInfoRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::CtxCreateRequest&, std::span<const uint8_t>);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "adapters/adapter.h"
+#include "adapters/busy_tracker.h"
 #include "adapters/cpu/device_memory.h"
 #include "ptx/ptx.h"
 
@@ -26,6 +27,8 @@ class CpuAdapter final : public Adapter {
   const AdapterInfo& info() const override { return info_; }
   StatusOr<std::unique_ptr<Context>> CreateContext() override;
   uint64_t used_bytes() const override { return used_.load(); }
+  uint32_t SampleUtilization() override { return busy_.SamplePercent(); }
+  BusyTracker& busy() { return busy_; }
 
   // Contexts report their memory here so that adapter-wide use is one atomic read.
   void AddUsed(int64_t delta) { used_.fetch_add(delta); }
@@ -35,6 +38,7 @@ class CpuAdapter final : public Adapter {
   std::shared_ptr<ptx::Executor> executor_;
   AddressRange addresses_;
   std::atomic<uint64_t> used_{0};
+  BusyTracker busy_;
 };
 
 // Fills `info` with the attributes of a cpu adapter (exposed for tests and tools).

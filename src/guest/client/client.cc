@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <sstream>
 
 #include "common/log.h"
 #include "common/paths.h"
@@ -12,12 +14,33 @@ namespace pvgpu::guest {
 
 using protocol::MessageHeader;
 
-Client& Client::Get() {
-  static Client* client = new Client();
+Client& Client::ForAddress(const std::string& address) {
+  static std::mutex* mutex = new std::mutex();
+  static auto* clients = new std::map<std::string, Client*>();
+  std::lock_guard<std::mutex> lock(*mutex);
+  Client*& client = (*clients)[address];
+  if (client == nullptr) client = new Client(address);
   return *client;
 }
 
-Client::Client() {
+std::vector<Client*> Client::FromEnvironment() {
+  std::vector<Client*> out;
+  std::stringstream list(GuestHostAddress());
+  std::string address;
+  while (std::getline(list, address, ',')) {
+    address.erase(0, address.find_first_not_of(" \t"));
+    address.erase(address.find_last_not_of(" \t") + 1);
+    if (!address.empty()) out.push_back(&ForAddress(address));
+  }
+  return out;
+}
+
+uint64_t Client::NewHandle() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+Client::Client(std::string address) : address_(std::move(address)) {
   const char* pipeline = std::getenv("PVGPU_PIPELINE");
   pipelined_ = !(pipeline != nullptr && std::string(pipeline) == "0");
 }
@@ -26,7 +49,7 @@ Status Client::Connect() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (attempted_) return connect_status_;
   attempted_ = true;
-  const std::string address = GuestHostAddress();
+  const std::string& address = address_;
   std::string path;
   if (!LocalSocketPath(address, &path)) {
     connect_status_ = Error(Code::kNoDevice, "unsupported PVGPU_HOST '" + address + "'");

@@ -24,8 +24,13 @@ namespace pvgpu::guest {
 
 class Client {
  public:
-  // The process-wide client (never destroyed, so that calls from atexit handlers still work).
-  static Client& Get();
+  // The client for one host address ("unix:PATH"), created on first use and never destroyed
+  // (so that calls from atexit handlers still work).
+  static Client& ForAddress(const std::string& address);
+  // The hosts named by PVGPU_HOST (a comma-separated list; default: the local default socket),
+  // in order. Their adapters become the guest's devices in that order.
+  static std::vector<Client*> FromEnvironment();
+  const std::string& address() const { return address_; }
 
   // Connects and says Hello, once. Later calls return the first outcome. kNoDevice when no
   // host answers (so CUDA programs see "no CUDA-capable device"), kDeviceUnavailable when the
@@ -53,14 +58,14 @@ class Client {
   // The seq of the last message sent.
   uint64_t last_seq() const { return last_seq_.load(std::memory_order_acquire); }
 
-  // Guest-chosen handles: unique for the life of the process.
-  uint64_t NewHandle() { return next_handle_.fetch_add(1); }
+  // Guest-chosen handles: unique for the life of the process (and so per session).
+  static uint64_t NewHandle();
   // Largest payload a single message may carry (callers chunk bulk data by it).
   size_t max_payload() const { return max_payload_; }
   bool pipelined() const { return pipelined_; }
 
  private:
-  Client();
+  explicit Client(std::string address);
   Code Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
                 std::span<const uint8_t> request_payload, std::vector<uint8_t>* reply,
                 uint64_t* seq);
@@ -70,6 +75,7 @@ class Client {
   void HandleUnsolicited(const protocol::MessageHeader& header, std::span<const uint8_t> body);
   Code Broken(const Status& status);
 
+  const std::string address_;
   std::mutex mutex_;
   std::unique_ptr<transport::Endpoint> endpoint_;
   std::atomic<bool> connected_{false};
@@ -77,7 +83,6 @@ class Client {
   Status connect_status_;
   protocol::HelloReply hello_{};
   std::atomic<uint64_t> last_seq_{0};
-  std::atomic<uint64_t> next_handle_{1};
   std::atomic<bool> broken_{false};
   size_t max_payload_ = 0;
   bool pipelined_ = true;

@@ -30,12 +30,14 @@ bool ValidFlags(unsigned int flags) {
 
 // Creates the host side of `ctx` under a fresh handle.
 CUresult CreateOnHost(CUctx_st* ctx) {
+  const pvgpu::guest::Device* device = DriverState::Get().device(ctx->device);
+  ctx->client = device->client;
   protocol::CtxCreateRequest request;
-  request.ctx = Client::Get().NewHandle();
-  request.device = static_cast<uint32_t>(ctx->device);
+  request.ctx = Client::NewHandle();
+  request.device = device->remote_index;
   request.flags = ctx->flags;
   request.is_primary = ctx->primary ? 1 : 0;
-  const Code code = Client::Get().Call(request);
+  const Code code = ctx->client->Call(request);
   if (code != Code::kOk) return ToCu(code);
   ctx->handle = request.ctx;
   ctx->last_seq = 0;
@@ -66,7 +68,7 @@ void DropOwnedObjects(DriverState& state, CUctx_st* ctx) {
 CUresult DestroyOnHost(CUctx_st* ctx) {
   protocol::CtxDestroyRequest request;
   request.ctx = ctx->handle;
-  const Code code = Client::Get().Call(request);
+  const Code code = ctx->client->Call(request);
   auto& state = DriverState::Get();
   std::lock_guard<std::mutex> lock(state.mutex());
   DropOwnedObjects(state, ctx);
@@ -200,7 +202,7 @@ CUresult CUDAAPI cuCtxSynchronize() {
   if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
   protocol::CtxSynchronizeRequest request;
   request.ctx = ctx->handle;
-  return ToCu(Client::Get().Call(request));
+  return ToCu(ctx->client->Call(request));
 }
 
 CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
@@ -214,7 +216,7 @@ CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
   request.ctx = ctx->handle;
   request.limit = static_cast<uint32_t>(limit);
   request.value = value;
-  const Code code = Client::Get().Call(request);
+  const Code code = ctx->client->Call(request);
   if (code == Code::kOk) ctx->limits[limit] = value;
   return ToCu(code);
 }

@@ -34,7 +34,7 @@ CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream strea
   CUctx_st* owner = nullptr;
   if (CUresult r = OwnerOf(dst, bytes, &owner); r != CUDA_SUCCESS) return r;
   if (owner != ctx) wire_stream = 0;  // another context's memory: its own default stream
-  Client& client = Client::Get();
+  Client& client = *owner->client;
   const auto* data = static_cast<const uint8_t*>(src);
   uint64_t seq = 0;
   for (size_t done = 0; done < bytes;) {
@@ -63,7 +63,7 @@ CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   CUctx_st* owner = nullptr;
   if (CUresult r = OwnerOf(src, bytes, &owner); r != CUDA_SUCCESS) return r;
   if (owner != ctx) wire_stream = 0;
-  Client& client = Client::Get();
+  Client& client = *owner->client;
   auto* out = static_cast<uint8_t*>(dst);
   std::vector<uint8_t> data;
   for (size_t done = 0; done < bytes;) {
@@ -108,7 +108,7 @@ CUresult CopyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream strea
   request.src = src;
   request.size = bytes;
   uint64_t seq = 0;
-  if (Code code = Client::Get().Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
+  if (Code code = dst_owner->client->Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
   pvgpu::guest::NoteSubmitted(dst_owner, dst_owner == ctx ? stream : nullptr, seq);
   return CUDA_SUCCESS;
 }
@@ -137,7 +137,7 @@ CUresult Memset(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t element,
   request.width = width;
   request.height = height;
   uint64_t seq = 0;
-  if (Code code = Client::Get().Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
+  if (Code code = owner->client->Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
   pvgpu::guest::NoteSubmitted(owner, owner == ctx ? stream : nullptr, seq);
   return CUDA_SUCCESS;
 }
@@ -155,7 +155,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
   request.ctx = ctx->handle;
   request.size = bytesize;
   protocol::MemAllocReply reply;
-  if (Code code = Client::Get().Call(request, {}, &reply); code != Code::kOk) return ToCu(code);
+  if (Code code = ctx->client->Call(request, {}, &reply); code != Code::kOk) return ToCu(code);
   auto& state = DriverState::Get();
   {
     std::lock_guard<std::mutex> lock(state.mutex());
@@ -181,7 +181,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   protocol::MemFreeRequest request;
   request.ctx = owner->handle;
   request.dptr = dptr;
-  const Code code = Client::Get().Call(request);
+  const Code code = owner->client->Call(request);
   if (code == Code::kOk || code == Code::kInvalidValue) {
     std::lock_guard<std::mutex> lock(state.mutex());
     state.allocations.erase(dptr);
@@ -197,7 +197,7 @@ CUresult CUDAAPI cuMemGetInfo(size_t* free, size_t* total) {
   protocol::MemGetInfoRequest request;
   request.ctx = ctx->handle;
   protocol::MemGetInfoReply reply;
-  if (Code code = Client::Get().Call(request, {}, &reply); code != Code::kOk) return ToCu(code);
+  if (Code code = ctx->client->Call(request, {}, &reply); code != Code::kOk) return ToCu(code);
   *free = reply.free;
   *total = reply.total;
   return CUDA_SUCCESS;

@@ -92,7 +92,7 @@ CUresult LoadModule(CUmodule* module, const void* image, JitLogs* logs) {
   protocol::ImageKind kind;
   std::string_view bytes;
   if (CUresult r = ClassifyImage(image, &kind, &bytes); r != CUDA_SUCCESS) return r;
-  Client& client = Client::Get();
+  Client& client = *ctx->client;
   if (bytes.size() > client.max_payload()) {
     PVGPU_WARN("module image of " << bytes.size() << " bytes exceeds the channel's limit of "
                                   << client.max_payload());
@@ -239,7 +239,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
   protocol::ModuleUnloadRequest request;
   request.ctx = hmod->ctx->handle;
   request.module = hmod->handle;
-  const Code code = Client::Get().Call(request);
+  const Code code = hmod->ctx->client->Call(request);
   delete hmod;
   return ToCu(code);
 }
@@ -383,7 +383,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
   request.block[1] = blockDimY;
   request.block[2] = blockDimZ;
   uint64_t seq = 0;
-  if (Code code = Client::Get().Post(request, params, &seq); code != Code::kOk) return ToCu(code);
+  if (Code code = ctx->client->Post(request, params, &seq); code != Code::kOk) return ToCu(code);
   pvgpu::guest::NoteSubmitted(ctx, hStream, seq);
   return CUDA_SUCCESS;
 }

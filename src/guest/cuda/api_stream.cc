@@ -50,13 +50,13 @@ CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* phStream, unsigned int fla
   stream->ctx = ctx;
   stream->flags = flags;
   stream->priority = priority;
-  stream->handle = Client::Get().NewHandle();
+  stream->handle = Client::NewHandle();
   protocol::StreamCreateRequest request;
   request.ctx = ctx->handle;
   request.stream = stream->handle;
   request.flags = flags;
   request.priority = priority;
-  if (Code code = Client::Get().Post(request); code != Code::kOk) {
+  if (Code code = ctx->client->Post(request); code != Code::kOk) {
     delete stream;
     return ToCu(code);
   }
@@ -83,7 +83,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   protocol::StreamDestroyRequest request;
   request.ctx = hStream->ctx->handle;
   request.stream = hStream->handle;
-  const Code code = Client::Get().Post(request);
+  const Code code = hStream->ctx->client->Post(request);
   delete hStream;
   return ToCu(code);
 }
@@ -93,7 +93,7 @@ CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   uint64_t seq = 0;
   CUctx_st* ctx = nullptr;
   if (CUresult r = LastSeq(hStream, &seq, &ctx); r != CUDA_SUCCESS) return r;
-  return Client::Get().Done(seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  return ctx->client->Done(seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
@@ -105,7 +105,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   protocol::StreamSynchronizeRequest request;
   request.ctx = ctx->handle;
   request.stream = wire;
-  return ToCu(Client::Get().Call(request));
+  return ToCu(ctx->client->Call(request));
 }
 
 CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int* priority) {
@@ -155,12 +155,12 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int flags) {
   auto* event = new CUevent_st();
   event->ctx = ctx;
   event->flags = flags;
-  event->handle = Client::Get().NewHandle();
+  event->handle = Client::NewHandle();
   protocol::EventCreateRequest request;
   request.ctx = ctx->handle;
   request.event = event->handle;
   request.flags = flags;
-  if (Code code = Client::Get().Post(request); code != Code::kOk) {
+  if (Code code = ctx->client->Post(request); code != Code::kOk) {
     delete event;
     return ToCu(code);
   }
@@ -183,7 +183,7 @@ CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
   protocol::EventDestroyRequest request;
   request.ctx = hEvent->ctx->handle;
   request.event = hEvent->handle;
-  const Code code = Client::Get().Post(request);
+  const Code code = hEvent->ctx->client->Post(request);
   delete hEvent;
   return ToCu(code);
 }
@@ -200,7 +200,7 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
   request.event = hEvent->handle;
   request.stream = wire;
   uint64_t seq = 0;
-  if (Code code = Client::Get().Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
+  if (Code code = ctx->client->Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
   hEvent->record_seq = seq;
   pvgpu::guest::NoteSubmitted(ctx, hStream, seq);
   return CUDA_SUCCESS;
@@ -211,14 +211,14 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
   if (!LiveEvent(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   // An event never recorded counts as complete, as in CUDA.
-  return Client::Get().Done(hEvent->record_seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  return hEvent->ctx->client->Done(hEvent->record_seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   PVGPU_API_TRACE("cuEventSynchronize", hEvent);
   if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
   if (!LiveEvent(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  return ToCu(Client::Get().WaitDone(hEvent->record_seq));
+  return ToCu(hEvent->ctx->client->WaitDone(hEvent->record_seq));
 }
 
 CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
@@ -231,7 +231,7 @@ CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUeven
     return CUDA_ERROR_INVALID_HANDLE;
   }
   if (hStart->record_seq == 0 || hEnd->record_seq == 0) return CUDA_ERROR_INVALID_HANDLE;
-  Client& client = Client::Get();
+  Client& client = *hStart->ctx->client;
   if (!client.Done(hStart->record_seq) || !client.Done(hEnd->record_seq)) {
     return CUDA_ERROR_NOT_READY;
   }

@@ -1,5 +1,10 @@
 #include "guest/cuda/state.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
 namespace pvgpu::guest {
 
 DriverState& DriverState::Get() {
@@ -7,35 +12,91 @@ DriverState& DriverState::Get() {
   return *state;
 }
 
+namespace {
+
+std::string UuidString(const uint8_t* uuid) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[uuid[i] >> 4];
+    out += kHex[uuid[i] & 15];
+  }
+  return out;
+}
+
+// Applies CUDA_VISIBLE_DEVICES: a comma-separated list of indices or UUIDs ("GPU-..." or a
+// unique prefix of one), in the order given; the list ends at the first invalid entry, as
+// with NVIDIA's driver.
+std::vector<Device> ApplyVisibleDevices(std::vector<Device> all) {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr) return all;
+  std::vector<Device> out;
+  std::stringstream list(visible);
+  std::string item;
+  std::vector<bool> used(all.size(), false);
+  while (std::getline(list, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    int match = -1;
+    if (!item.empty() && std::all_of(item.begin(), item.end(), ::isdigit)) {
+      const unsigned long index = std::strtoul(item.c_str(), nullptr, 10);
+      if (index < all.size()) match = static_cast<int>(index);
+    } else if (!item.empty()) {
+      std::string wanted = item.rfind("GPU-", 0) == 0 ? item : "GPU-" + item;
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (UuidString(all[i].info.uuid).rfind(wanted, 0) == 0) {
+          if (match != -1) {  // ambiguous prefix
+            match = -1;
+            break;
+          }
+          match = static_cast<int>(i);
+        }
+      }
+    }
+    if (match < 0 || used[match]) break;
+    used[match] = true;
+    out.push_back(all[match]);
+  }
+  return out;
+}
+
+}  // namespace
+
 CUresult DriverState::Init(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(mutex_);
   if (initialized_.load()) return CUDA_SUCCESS;
-  Client& client = Client::Get();
-  Status connected = client.Connect();
-  if (!connected.ok()) {
-    const CUresult error = connected.code() == Code::kNoDevice ? CUDA_ERROR_NO_DEVICE
-                                                               : ToCu(connected.code());
-    init_error_.store(error);
-    return error;
-  }
-  const uint32_t count = client.hello().adapter_count;
-  if (count == 0) {
-    init_error_.store(CUDA_ERROR_NO_DEVICE);
-    return CUDA_ERROR_NO_DEVICE;
-  }
-  std::vector<Device> devices(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    protocol::DeviceGetInfoRequest request;
-    request.device = i;
-    const Code code = client.Call(request, {}, &devices[i].info);
-    if (code != Code::kOk) {
-      init_error_.store(ToCu(code));
-      return ToCu(code);
+  std::vector<Device> devices;
+  CUresult first_error = CUDA_ERROR_NO_DEVICE;
+  for (Client* client : Client::FromEnvironment()) {
+    Status connected = client->Connect();
+    if (!connected.ok()) {
+      if (connected.code() != Code::kNoDevice && first_error == CUDA_ERROR_NO_DEVICE) {
+        first_error = ToCu(connected.code());
+      }
+      continue;
+    }
+    for (uint32_t i = 0; i < client->hello().adapter_count; ++i) {
+      Device device;
+      device.client = client;
+      device.remote_index = i;
+      protocol::DeviceGetInfoRequest request;
+      request.device = i;
+      if (Code code = client->Call(request, {}, &device.info); code != Code::kOk) {
+        init_error_.store(ToCu(code));
+        return ToCu(code);
+      }
+      devices.push_back(device);
     }
   }
+  devices = ApplyVisibleDevices(std::move(devices));
+  if (devices.empty()) {
+    init_error_.store(first_error);
+    return first_error;
+  }
   devices_ = std::move(devices);
-  primaries_.assign(count, {});
+  primaries_.assign(devices_.size(), {});
   initialized_.store(true, std::memory_order_release);
   return CUDA_SUCCESS;
 }

@@ -22,7 +22,12 @@
 #include "protocol/wire.h"
 
 // The opaque types cuda.h declares; defined here as the guest's records.
+namespace pvgpu::guest {
+class Client;
+}
+
 struct CUctx_st {
+  pvgpu::guest::Client* client = nullptr;  // the host the context lives on
   uint64_t handle = 0;
   CUdevice device = 0;
   unsigned int flags = 0;
@@ -68,6 +73,8 @@ namespace pvgpu::guest {
 inline CUresult ToCu(Code code) { return static_cast<CUresult>(code); }
 
 struct Device {
+  Client* client = nullptr;   // the host that serves this device
+  uint32_t remote_index = 0;  // the adapter's index on that host
   protocol::DeviceGetInfoReply info{};
 };
 
