@@ -1,0 +1,132 @@
+// Loads the built libnvidia-ml.so.1 with dlopen, as NVML clients (nvidia-smi-like tools, the
+// Kubernetes device plugin, pynvml) do, and checks its exports and the calls that need no host.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Values of nvmlReturn_t (NVIDIA's NVML API reference), spelled out here because this test
+// must see the library only through dlsym.
+constexpr int kSuccess = 0;
+constexpr int kUninitialized = 1;
+constexpr int kInvalidArgument = 2;
+constexpr int kNotSupported = 3;
+constexpr int kInsufficientSize = 7;
+constexpr int kDriverNotLoaded = 9;
+constexpr int kLibraryNotFound = 12;
+
+std::vector<std::string> ListedNames() {
+  std::vector<std::string> names;
+  std::ifstream in(PVGPU_NVML_FUNCTIONS);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') names.push_back(line);
+  }
+  return names;
+}
+
+class NvmlExportsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // No host: nothing listens here, so every host-backed call must fail cleanly.
+    setenv("PVGPU_HOST", "unix:/nonexistent-pvgpu-dir/pvgpud.sock", 1);
+    handle_ = dlopen(PVGPU_LIBNVML_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+  }
+
+  template <typename Fn>
+  static Fn Get(const char* name) {
+    void* symbol = dlsym(handle_, name);
+    EXPECT_NE(symbol, nullptr) << name;
+    return reinterpret_cast<Fn>(symbol);
+  }
+
+  static void* handle_;
+};
+
+void* NvmlExportsTest::handle_ = nullptr;
+
+TEST_F(NvmlExportsTest, EveryListedFunctionIsExported) {
+  const std::vector<std::string> names = ListedNames();
+  ASSERT_GT(names.size(), 300u);
+  std::set<std::string> unique(names.begin(), names.end());
+  EXPECT_EQ(unique.size(), names.size()) << "duplicate names in nvml_functions.txt";
+  for (const std::string& name : names) {
+    EXPECT_NE(dlsym(handle_, name.c_str()), nullptr) << name << " is not exported";
+  }
+}
+
+TEST_F(NvmlExportsTest, ExportsNothingButNvml) {
+  FILE* nm = popen("nm -D --defined-only " PVGPU_LIBNVML_PATH " 2>/dev/null", "r");
+  ASSERT_NE(nm, nullptr);
+  char line[512];
+  int symbols = 0;
+  while (std::fgets(line, sizeof(line), nm) != nullptr) {
+    std::string text(line);
+    const std::string name = text.substr(text.rfind(' ') + 1, text.find_last_not_of("\n") -
+                                                                  text.rfind(' '));
+    if (text.find(" A ") != std::string::npos) continue;  // version nodes
+    ++symbols;
+    EXPECT_EQ(name.rfind("nvml", 0), 0u) << "unexpected export " << name;
+  }
+  pclose(nm);
+  if (symbols == 0) GTEST_SKIP() << "nm is not available";
+}
+
+TEST_F(NvmlExportsTest, CallsBeforeInitAreUninitialized) {
+  unsigned count = 7;
+  EXPECT_EQ(Get<int (*)(unsigned*)>("nvmlDeviceGetCount_v2")(&count), kUninitialized);
+  EXPECT_EQ(count, 7u);
+  void* device = nullptr;
+  EXPECT_EQ(Get<int (*)(unsigned, void**)>("nvmlDeviceGetHandleByIndex_v2")(0, &device),
+            kUninitialized);
+  char text[96];
+  EXPECT_EQ(Get<int (*)(char*, unsigned)>("nvmlSystemGetDriverVersion")(text, sizeof(text)),
+            kUninitialized);
+  EXPECT_EQ(Get<int (*)()>("nvmlShutdown")(), kUninitialized);
+}
+
+TEST_F(NvmlExportsTest, InitWithoutHostIsDriverNotLoaded) {
+  EXPECT_EQ(Get<int (*)()>("nvmlInit_v2")(), kDriverNotLoaded);
+  EXPECT_EQ(Get<int (*)(unsigned)>("nvmlInitWithFlags")(1), kDriverNotLoaded);
+  // A failed init leaves nothing to shut down.
+  EXPECT_EQ(Get<int (*)()>("nvmlShutdown")(), kUninitialized);
+  int version = 0;
+  EXPECT_EQ(Get<int (*)(int*)>("nvmlSystemGetCudaDriverVersion")(&version), kLibraryNotFound);
+  EXPECT_EQ(Get<int (*)(int*)>("nvmlSystemGetCudaDriverVersion")(nullptr), kInvalidArgument);
+}
+
+TEST_F(NvmlExportsTest, NvmlVersionNeedsNoHost) {
+  auto get_version = Get<int (*)(char*, unsigned)>("nvmlSystemGetNVMLVersion");
+  char text[80] = {};
+  ASSERT_EQ(get_version(text, sizeof(text)), kSuccess);
+  EXPECT_EQ(std::string(text).rfind("13.", 0), 0u) << text;
+  char small[3];
+  EXPECT_EQ(get_version(small, sizeof(small)), kInsufficientSize);
+  EXPECT_EQ(get_version(nullptr, 80), kInvalidArgument);
+}
+
+TEST_F(NvmlExportsTest, ErrorStrings) {
+  auto error_string = Get<const char* (*)(int)>("nvmlErrorString");
+  EXPECT_STREQ(error_string(kSuccess), "Success");
+  EXPECT_STREQ(error_string(kUninitialized), "Uninitialized");
+  EXPECT_STREQ(error_string(kNotSupported), "Not Supported");
+  EXPECT_STREQ(error_string(kDriverNotLoaded), "Driver Not Loaded");
+  EXPECT_STREQ(error_string(12345), "Unknown Error");
+}
+
+TEST_F(NvmlExportsTest, UnimplementedCallsAreNotSupported) {
+  for (const char* name : {"nvmlDeviceGetFanSpeed", "nvmlUnitGetCount", "nvmlEventSetCreate",
+                           "nvmlDeviceGetClockInfo"}) {
+    EXPECT_EQ(Get<int (*)()>(name)(), kNotSupported) << name;
+    EXPECT_EQ(Get<int (*)()>(name)(), kNotSupported) << name << " (second call)";
+  }
+}
+
+}  // namespace

@@ -1,0 +1,78 @@
+// libnvidia-ml's process-wide state: the init reference count and the devices, one per adapter
+// of every host in PVGPU_HOST, in that order (as libcuda numbers them).
+//
+// CUDA_VISIBLE_DEVICES is deliberately ignored: real NVML ignores it too (it is a CUDA runtime
+// and driver setting, and nvidia-smi and device plugins must see every GPU to manage them).
+// What a container may see is enforced by the host per listener, never by the environment.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "guest/nvml/host_view.h"
+#include "guest/nvml/nvml_api.h"
+
+namespace pvgpu::guest {
+class Client;
+}
+
+// The object behind an nvmlDevice_t. Records are never freed, so a handle stays valid (and the
+// same) across nvmlShutdown and a later nvmlInit, as applications that cache handles expect.
+struct nvmlDevice_st {
+  pvgpu::guest::Client* client = nullptr;
+  int remote_index = 0;  // the adapter's index on its host
+  unsigned index = 0;    // NVML index across all hosts
+  pvgpu::guest::nvml::AdapterView adapter;  // as of nvmlInit; dynamic values are re-read
+};
+
+namespace pvgpu::guest::nvml {
+
+class State {
+ public:
+  static State& Get();
+
+  // nvmlInit* semantics: the first successful call connects to the hosts and lists the
+  // devices; later ones only count. NVML_ERROR_DRIVER_NOT_LOADED when no host answers (or none
+  // has an adapter and NVML_INIT_FLAG_NO_GPUS is not given).
+  nvmlReturn_t Init(unsigned flags);
+  // NVML_ERROR_UNINITIALIZED when not initialized; the last call forgets the devices.
+  nvmlReturn_t Shutdown();
+
+  nvmlReturn_t CheckInit();
+  // The validated record behind a handle: UNINITIALIZED, or INVALID_ARGUMENT for a handle we
+  // did not give out (or one from before a re-init that no longer exists).
+  nvmlReturn_t Lookup(nvmlDevice_t handle, nvmlDevice_st** device);
+  std::vector<nvmlDevice_st*> Devices();
+
+  // The host's current view of `device`'s adapter and of the sessions that use it (memory and
+  // utilization change, so these are asked for each time). GPU_IS_LOST when the host is gone.
+  nvmlReturn_t Refresh(nvmlDevice_st* device, AdapterView* adapter,
+                       std::vector<SessionView>* sessions);
+
+  // From the first host that answered at nvmlInit.
+  std::string host_version();
+  int driver_version();
+
+ private:
+  State() = default;
+  nvmlDevice_st* RecordFor(Client* client, int remote_index);
+
+  std::mutex mutex_;
+  int refcount_ = 0;
+  std::vector<nvmlDevice_st*> devices_;
+  std::vector<std::unique_ptr<nvmlDevice_st>> records_;
+  std::string host_version_;
+  int driver_version_ = 0;
+};
+
+// Maps a pvgpu error from talking to a host to the NVML code a caller should see.
+nvmlReturn_t ToNvml(Code code);
+
+// Copies `text` with its terminating NUL into buffer[length]: INVALID_ARGUMENT for a null
+// buffer, INSUFFICIENT_SIZE when it does not fit (NVML's rule for every string query).
+nvmlReturn_t CopyString(const std::string& text, char* buffer, unsigned length);
+
+}  // namespace pvgpu::guest::nvml
