@@ -32,7 +32,10 @@ struct Scratch {
   std::vector<uint8_t> regs, local, shared;
   TranslateCache cache;
   unsigned index = 0;
+  uint64_t launch_id = 0;  // launch whose register templates are in `regs`
 };
+
+std::atomic<uint64_t> g_launch_ids{1};
 
 uint8_t* Aligned64(std::vector<uint8_t>& v, size_t bytes) {
   if (v.size() < bytes + 64) v.resize(bytes + 64);
@@ -58,10 +61,15 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
   uint8_t* local = Aligned64(s.local, size_t{img.local_bytes} * nwarps * 32);
   s.warps.resize(nwarps);
   block.warps = &s.warps;
+  // Register files are initialized once per worker and launch: constants and special
+  // registers are never written by kernels, and other registers start undefined in PTX, so
+  // later blocks of the same launch only refresh the block-dependent slots.
+  const bool fresh = s.launch_id != L.id;
+  s.launch_id = L.id;
   for (uint32_t wi = 0; wi < nwarps; ++wi) {
     Warp& w = s.warps[wi];
     w.regs = regs + reg_stride * wi;
-    std::memcpy(w.regs, L.reg_template.data(), img.reg_bytes);
+    if (fresh) std::memcpy(w.regs, L.reg_template.data(), img.reg_bytes);
     w.local = local + size_t{img.local_bytes} * 32 * wi;
     w.local_stride = img.local_bytes;
     w.code = img.code.data();
@@ -78,6 +86,7 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
     w.active = w.live;
     w.next_wait = UINT32_MAX;
     w.state = WarpState::kRunning;
+    w.uniform_wait = false;
     for (int i = 0; i < 32; ++i) {
       w.lane_pc[i] = 0;
       w.stack[i].clear();
@@ -85,6 +94,12 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
     const SpecialSlots& sp = img.sp;
     auto put = [&](uint32_t off, int lane, uint32_t v) { StoreReg<uint32_t>(w.regs, off, lane, v); };
     for (int i = 0; i < 32; ++i) {
+      put(sp.ctaid[0], i, block.ctaid.x);
+      put(sp.ctaid[1], i, block.ctaid.y);
+      put(sp.ctaid[2], i, block.ctaid.z);
+      StoreReg<uint64_t>(w.regs, sp.fp, i, 0);
+    }
+    for (int i = 0; i < 32 && fresh; ++i) {
       uint32_t t = wi * 32 + i;
       put(sp.tid[0], i, t % bd.x);
       put(sp.tid[1], i, (t / bd.x) % bd.y);
@@ -92,9 +107,6 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
       put(sp.ntid[0], i, bd.x);
       put(sp.ntid[1], i, bd.y);
       put(sp.ntid[2], i, bd.z);
-      put(sp.ctaid[0], i, block.ctaid.x);
-      put(sp.ctaid[1], i, block.ctaid.y);
-      put(sp.ctaid[2], i, block.ctaid.z);
       put(sp.nctaid[0], i, g.x);
       put(sp.nctaid[1], i, g.y);
       put(sp.nctaid[2], i, g.z);
@@ -111,7 +123,6 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
       put(sp.dynamic_smem, i, L.config.dynamic_shared_bytes);
       put(sp.total_smem, i, L.shared_bytes);
       StoreReg<uint64_t>(w.regs, sp.gridid, i, 1);
-      StoreReg<uint64_t>(w.regs, sp.fp, i, 0);
     }
   }
   // Round-robin over warps; each runs until it exits or waits at a barrier.
@@ -166,7 +177,8 @@ struct Executor::Impl {
       uint64_t b = job->next++;
       ++job->inflight;
       lock.unlock();
-      if (scratch.cache.host == nullptr || true) scratch.cache = TranslateCache{};
+      // Allocations may change between launches; one lookup per block is cheap.
+      scratch.cache = TranslateCache{};
       RunBlock(*job->ctx, b, scratch);
       lock.lock();
       --job->inflight;
@@ -220,6 +232,7 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel, const 
   if (params.size() < kernel.param_bytes)
     return Error(Code::kInvalidValue, "parameter buffer too small");
   LaunchCtx L;
+  L.id = g_launch_ids.fetch_add(1);
   L.program = prog;
   L.image = img;
   L.kernel = &kernel;

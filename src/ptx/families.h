@@ -19,4 +19,15 @@ Status LowerRounded(LowerCtx& c, char op, Ty t, Round rm, bool ftz, bool sat, in
 // Conversions with a rounding mode (ops_round.cc).
 ExecFn CvtHandler(Ty dst, Ty src, Round rm, bool ftz, bool sat);
 
+// AVX2/FMA handler for fma.rn.{f32,f64} without ftz/sat, or nullptr (ops_simd.cc).
+ExecFn SimdFma(Ty t);
+// Loads 32 4-byte values from base + off[i] (off < 2^31), with AVX2 gathers when available.
+using GatherFn = void (*)(const uint8_t* base, const uint32_t* off, uint32_t* dst);
+extern const GatherFn kGather32;
+// ld.shared.b32 [32-bit reg + imm] fast path for full warps; false means "not applicable".
+using FastLdFn = bool (*)(const Inst& in, Warp& w, uint32_t m);
+FastLdFn FastSharedLd32();
+// Packs 32 per-lane 0/-1 words into a mask (ops_simd.cc).
+uint32_t PackLaneMask(const int32_t* v);
+
 }  // namespace pvgpu::ptx

@@ -347,7 +347,7 @@ Status LowerMad(LowerCtx& c) {
     Round rm = FloatRound(c);
     bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
     if (Directed(rm)) return LowerRounded(c, 'f', t, rm, ftz, sat, 3);
-    ExecFn fn = PickFloat<FFma, 3>(t, ftz, sat);
+    ExecFn fn = (!ftz && !sat && SimdFma(t)) ? SimdFma(t) : PickFloat<FFma, 3>(t, ftz, sat);
     return LowerSimple(c, fn, t, t, 3);
   }
   if (c.Has(".cc")) return LowerCarry(c, c.Has(".hi") ? 3 : 2, false);
@@ -381,7 +381,7 @@ Status LowerFma(LowerCtx& c) {
   Round rm = FloatRound(c);
   bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
   if (Directed(rm)) return LowerRounded(c, 'f', t, rm, ftz, sat, 3);
-    ExecFn fn = PickFloat<FFma, 3>(t, ftz, sat);
+  ExecFn fn = (!ftz && !sat && SimdFma(t)) ? SimdFma(t) : PickFloat<FFma, 3>(t, ftz, sat);
   return LowerSimple(c, fn, t, t, 3);
 }
 

@@ -52,6 +52,22 @@ template <typename T, bool kLeft>
 bool ExecShift(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
   constexpr uint32_t kBits = sizeof(T) * 8;
+  if constexpr (sizeof(T) >= 4) {
+    if (m == kFullMask) {
+      using UT = std::make_unsigned_t<T>;
+      T* d = RegPtr<T>(r, in.a[0]);
+      const T* a = RegPtr<T>(r, in.a[1]);
+      const uint32_t* sh = RegPtr<uint32_t>(r, in.a[2]);
+      for (int i = 0; i < 32; ++i) {
+        uint32_t s = sh[i] < kBits ? sh[i] : kBits - 1;
+        T v = kLeft ? static_cast<T>(static_cast<UT>(a[i]) << s) : static_cast<T>(a[i] >> s);
+        // Past the width the result is 0 (or the sign fill, which the clamped shift gives).
+        if (sh[i] >= kBits && (kLeft || !std::is_signed_v<T>)) v = 0;
+        d[i] = v;
+      }
+      return false;
+    }
+  }
   ForLanes(m, [&](int i) {
     T a = LoadReg<T>(r, in.a[1], i);
     uint32_t s = LoadReg<uint32_t>(r, in.a[2], i);
@@ -68,9 +84,34 @@ bool ExecShift(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
+// Shift by an immediate: one count for the whole warp, so the loop vectorizes.
+template <typename T, bool kLeft>
+bool ExecShiftImm(const Inst& in, Warp& w, uint32_t m) {
+  using UT = std::make_unsigned_t<T>;
+  const uint32_t s = static_cast<uint32_t>(in.imm);
+  ForLanes(m, [&](int i) {
+    T a = LoadReg<T>(w.regs, in.a[1], i);
+    StoreReg<T>(w.regs, in.a[0], i, kLeft ? static_cast<T>(static_cast<UT>(a) << s) : static_cast<T>(a >> s));
+  });
+  return false;
+}
+
 Status LowerShift(LowerCtx& c, bool left) {
   PVGPU_TRY(c.NeedOps(3));
   Ty t = c.TypeMod();
+  const ast::Operand& amount = c.ops()[2];
+  if (amount.kind == ast::Operand::Kind::kInt && amount.value < TypeSize(t) * 8 && TypeSize(t) >= 4 &&
+      !(!left && IsSigned(t) && false)) {
+    Inst in;
+    in.fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+      return left ? &ExecShiftImm<T, true> : &ExecShiftImm<T, false>;
+    });
+    in.imm = static_cast<int64_t>(amount.value);
+    PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, t));
+    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, t));
+    c.Emit(in);
+    return Status::Ok();
+  }
   ExecFn fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
     return left ? &ExecShift<T, true> : &ExecShift<T, false>;
   });

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ptx/exec_util.h"
+#include "ptx/families.h"
 #include "ptx/half.h"
 
 namespace pvgpu::ptx {
@@ -82,13 +83,17 @@ inline bool Finish(const Inst& in, Warp& w, uint32_t m, uint32_t bits) {
 
 template <typename T, int kOp>
 bool ExecSetp(const Inst& in, Warp& w, uint32_t m) {
-  uint32_t bits = 0;
   uint8_t* r = w.regs;
+  uint32_t bits;
   if constexpr (sizeof(T) >= 4) {
+    // Compare into 0/-1 words (vectorizes), then pack with movemask.
     const T* a = RegPtr<T>(r, in.a[2]);
     const T* b = RegPtr<T>(r, in.a[3]);
-    for (int i = 0; i < 32; ++i) bits |= static_cast<uint32_t>(Compare<T, kOp>(a[i], b[i])) << i;
+    alignas(16) int32_t v[32];
+    for (int i = 0; i < 32; ++i) v[i] = -static_cast<int32_t>(Compare<T, kOp>(a[i], b[i]));
+    bits = PackLaneMask(v);
   } else {
+    bits = 0;
     for (int i = 0; i < 32; ++i)
       bits |= static_cast<uint32_t>(Compare<T, kOp>(LoadReg<T>(r, in.a[2], i), LoadReg<T>(r, in.a[3], i))) << i;
   }

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "ptx/exec_util.h"
+#include "ptx/families.h"
 #include "ptx/memory.h"
 
 namespace pvgpu::ptx {
@@ -39,11 +40,90 @@ bool ReadCString(Warp& w, int lane, uint64_t addr, std::string* out, size_t max)
 
 namespace {
 
+// Fast path for a full warp: compute all addresses, check the whole range once (bounds and
+// alignment) and return a host base with 32-bit lane offsets into it. Returns nullptr to fall
+// back to the per-lane path, which also reports faults precisely.
+template <MemSpace S, int kBytes>
+inline uint8_t* WarpRange(const Inst& in, Warp& w, uint32_t* off) {
+  uint64_t addr[32];
+  if (in.a[4] == kNoReg) {
+    for (int i = 0; i < 32; ++i) addr[i] = static_cast<uint64_t>(in.imm);
+  } else if (in.flags & 1) {
+    const uint32_t* b = RegPtr<uint32_t>(w.regs, in.a[4]);
+    for (int i = 0; i < 32; ++i) addr[i] = b[i] + static_cast<uint64_t>(in.imm);
+  } else {
+    const uint64_t* b = RegPtr<uint64_t>(w.regs, in.a[4]);
+    for (int i = 0; i < 32; ++i) addr[i] = b[i] + static_cast<uint64_t>(in.imm);
+  }
+  uint64_t lo = addr[0], hi = addr[0], mis = 0;
+  for (int i = 0; i < 32; ++i) {
+    lo = addr[i] < lo ? addr[i] : lo;
+    hi = addr[i] > hi ? addr[i] : hi;
+    mis |= addr[i];
+  }
+  if ((mis & (kBytes - 1)) || hi > hi + kBytes || hi - lo >= (uint64_t{1} << 31)) return nullptr;
+  uint8_t* base;
+  if constexpr (S == MemSpace::kShared) {
+    if (hi + kBytes > w.block->shared_size) return nullptr;
+    base = w.block->shared + lo;
+  } else if constexpr (S == MemSpace::kGlobal) {
+    if (!GlobalPtr(w, lo, kBytes)) return nullptr;
+    const TranslateCache& c = *w.cache;
+    if (lo < c.lo || hi + kBytes > c.hi) return nullptr;
+    base = c.host + (lo - c.lo);
+  } else {
+    return nullptr;
+  }
+  for (int i = 0; i < 32; ++i) off[i] = static_cast<uint32_t>(addr[i] - lo);
+  return base;
+}
+
 // a[0..3]: value registers, a[4]: base register; flags bit0: 32-bit base.
 template <MemSpace S, int kBytes, int kVec>
 bool ExecLd(const Inst& in, Warp& w, uint32_t m) {
   constexpr uint32_t kTotal = kBytes * kVec;
   uint8_t* r = w.regs;
+  if constexpr (S == MemSpace::kKParam) {
+    // Kernel parameters at a constant offset are uniform: load once, broadcast.
+    if (in.a[4] == kNoReg && kVec == 1) {
+      const auto& p = w.launch->params;
+      uint64_t off = static_cast<uint64_t>(in.imm);
+      if (off <= p.size() && kTotal <= p.size() - off && (off & (kBytes - 1)) == 0) {
+        uint64_t v = 0;
+        std::memcpy(&v, p.data() + off, kBytes);
+        ForLanes(m, [&](int i) {
+          if constexpr (kBytes == 8) StoreReg<uint64_t>(r, in.a[0], i, v);
+          else StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
+        });
+        return false;
+      }
+    }
+  }
+  if constexpr (S == MemSpace::kShared || S == MemSpace::kGlobal) {
+    uint32_t off[32];
+    if (m == kFullMask) {
+      if (uint8_t* base = WarpRange<S, kTotal>(in, w, off)) {
+        if constexpr (kBytes == 4 && kVec == 1) {
+          kGather32(base, off, RegPtr<uint32_t>(r, in.a[0]));
+          return false;
+        }
+        for (int k = 0; k < kVec; ++k) {
+          if constexpr (kBytes == 8) {
+            uint64_t* d = RegPtr<uint64_t>(r, in.a[k]);
+            for (int i = 0; i < 32; ++i) std::memcpy(&d[i], base + off[i] + 8 * k, 8);
+          } else {
+            uint32_t* d = RegPtr<uint32_t>(r, in.a[k]);
+            for (int i = 0; i < 32; ++i) {
+              uint32_t v = 0;
+              std::memcpy(&v, base + off[i] + kBytes * k, kBytes);
+              d[i] = v;
+            }
+          }
+        }
+        return false;
+      }
+    }
+  }
   for (uint32_t mm = m; mm;) {
     int i = __builtin_ctz(mm);
     mm &= mm - 1;
@@ -72,6 +152,24 @@ template <MemSpace S, int kBytes, int kVec>
 bool ExecSt(const Inst& in, Warp& w, uint32_t m) {
   constexpr uint32_t kTotal = kBytes * kVec;
   uint8_t* r = w.regs;
+  if constexpr (S == MemSpace::kShared || S == MemSpace::kGlobal) {
+    uint32_t off[32];
+    if (m == kFullMask) {
+      if (uint8_t* base = WarpRange<S, kTotal>(in, w, off)) {
+        // Lane order matches the per-lane path: the highest lane wins on conflicts.
+        for (int i = 0; i < 32; ++i) {
+          for (int k = 0; k < kVec; ++k) {
+            if constexpr (kBytes == 8) {
+              std::memcpy(base + off[i] + 8 * k, RegPtr<uint64_t>(r, in.a[k]) + i, 8);
+            } else {
+              std::memcpy(base + off[i] + kBytes * k, RegPtr<uint32_t>(r, in.a[k]) + i, kBytes);
+            }
+          }
+        }
+        return false;
+      }
+    }
+  }
   for (uint32_t mm = m; mm;) {
     int i = __builtin_ctz(mm);
     mm &= mm - 1;
@@ -92,6 +190,13 @@ bool ExecSt(const Inst& in, Warp& w, uint32_t m) {
     }
   }
   return false;
+}
+
+// ld.shared.b32 through a 32-bit address register: the inner loop of tiled kernels.
+bool ExecLdShared32(const Inst& in, Warp& w, uint32_t m) {
+  static const FastLdFn fast = FastSharedLd32();
+  if (fast && fast(in, w, m)) return false;
+  return ExecLd<MemSpace::kShared, 4, 1>(in, w, m);
 }
 
 template <MemSpace S>
@@ -143,6 +248,7 @@ Status LowerLdSt(LowerCtx& c, bool store) {
     default: in.fn = PickLdSt<MemSpace::kGeneric>(store, bytes, vec); break;
   }
   if (!in.fn) return c.Unsupported();
+  if (!store && a.space == MemSpace::kShared && bytes == 4 && vec == 1 && a.base32) in.fn = ExecLdShared32;
   // Values travel as raw bits: the register class follows the element size.
   Ty raw = bytes == 8 ? Ty::kB64 : bytes == 4 ? Ty::kB32 : bytes == 2 ? Ty::kB16 : Ty::kB8;
   Ty val_ty = (IsSigned(t) && !store) ? t : raw;

@@ -214,6 +214,16 @@ bool ExecBar(const Inst& in, Warp& w, uint32_t m) {
     return false;
   }
   w.bar_wait[id] |= m;
+  if (m == w.active && w.blocked == 0 && w.next_wait == UINT32_MAX) {
+    // The whole converged warp waits: no per-lane bookkeeping needed.
+    w.blocked = m;
+    w.pc += 1;
+    w.active = 0;
+    w.uniform_wait = true;
+    w.state = WarpState::kBlocked;
+    b.MaybeRelease(static_cast<int>(id));
+    return true;
+  }
   w.blocked |= m;
   for (uint32_t t = w.active; t; t &= t - 1) w.lane_pc[__builtin_ctz(t)] = w.pc + 1;
   w.active = 0;

@@ -9,35 +9,34 @@
 
 #include <cstdio>
 
+#include "ptx/families.h"
 #include "ptx/program.h"
 
 namespace pvgpu::ptx {
 
 void Warp::Reschedule() {
   for (uint32_t m = active; m; m &= m - 1) lane_pc[__builtin_ctz(m)] = pc;
-  uint32_t runnable = live & ~blocked;
+  const uint32_t runnable = live & ~blocked;
   if (runnable == 0) {
     active = 0;
     next_wait = UINT32_MAX;
     if (state == WarpState::kRunning) state = live ? WarpState::kBlocked : WarpState::kDone;
     return;
   }
-  uint32_t best = UINT32_MAX, second = UINT32_MAX, mask = 0;
-  for (uint32_t m = runnable; m; m &= m - 1) {
-    int i = __builtin_ctz(m);
-    uint32_t p = lane_pc[i];
-    if (p < best) {
-      second = best;
-      best = p;
-      mask = 1u << i;
-    } else if (p == best) {
-      mask |= 1u << i;
-    } else if (p < second) {
-      second = p;
-    }
+  // Branch-free passes over the 32 lanes (they vectorize): lowest pc, its lanes, next pc.
+  uint32_t key[32];
+  for (int i = 0; i < 32; ++i) key[i] = ((runnable >> i) & 1) ? lane_pc[i] : UINT32_MAX;
+  uint32_t best = UINT32_MAX;
+  for (int i = 0; i < 32; ++i) best = key[i] < best ? key[i] : best;
+  uint32_t second = UINT32_MAX;
+  int32_t eq[32];
+  for (int i = 0; i < 32; ++i) {
+    eq[i] = -static_cast<int32_t>(key[i] == best);
+    uint32_t k = key[i] == best ? UINT32_MAX : key[i];
+    second = k < second ? k : second;
   }
   pc = best;
-  active = mask;
+  active = PackLaneMask(eq) & runnable;
   next_wait = second;
 }
 
@@ -73,6 +72,11 @@ void Block::MaybeRelease(int id) {
     if (!waiting) continue;
     w.bar_wait[id] = 0;
     w.blocked &= ~waiting;
+    if (w.uniform_wait) {
+      w.uniform_wait = false;
+      w.active = w.live & ~w.blocked;
+      w.next_wait = UINT32_MAX;
+    }
     if (w.state == WarpState::kBlocked) w.state = WarpState::kRunning;
   }
 }
@@ -114,7 +118,7 @@ void RunWarp(Warp& w) {
     }
     if (m != 0 && in.fn(in, w, m)) {
       if (w.state != WarpState::kRunning) return;
-      if (w.pc >= w.next_wait) w.Reschedule();
+      if (w.active == 0 || w.pc >= w.next_wait) w.Reschedule();
       continue;
     }
     ++w.pc;

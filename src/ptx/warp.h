@@ -16,6 +16,7 @@ namespace pvgpu::ptx {
 class ProgramImpl;
 
 struct LaunchCtx {
+  uint64_t id = 0;  // unique per launch
   const ProgramImpl* program = nullptr;
   const KernelImage* image = nullptr;
   const KernelInfo* kernel = nullptr;
@@ -71,6 +72,9 @@ struct Warp {
   uint32_t bar_wait[kNumBarriers] = {};
   uint32_t lane_pc[32] = {};
   WarpState state = WarpState::kRunning;
+  // Every runnable lane waits at one barrier with the same resume pc (in `pc`): release can
+  // restore the group without scanning lane_pc.
+  bool uniform_wait = false;
   uint32_t warp_id = 0;
   Block* block = nullptr;
   LaunchCtx* launch = nullptr;
