@@ -163,6 +163,58 @@ class UnixListener {
 // passes (pinned host memory) before mmap. kInvalidValue with the reason otherwise.
 Status VerifySealedMemfd(int fd, uint64_t min_bytes);
 
+// Remote channel (tcp_*.cc, tls_*.cc; docs/remote.md): "tls://HOST:PORT" with TLS 1.3 and a
+// shared-secret token, or "tcp://HOST:PORT" without either, allowed on loopback only. The same
+// command stream as the local channel in length-prefixed frames; the fence advances by message;
+// SendFd/ReceiveFd are kNotSupported. A peer silent for dead_after_ms (heartbeats every
+// heartbeat_ms) breaks the channel with kDeviceUnavailable.
+struct RemoteOptions {
+  std::string token;          // guest: presented; host: required of every guest (tls://)
+  std::string tls_ca_file;    // guest: CA certificates (PEM); empty: the system's store
+  std::string tls_cert_file;  // host: certificate chain (PEM)
+  std::string tls_key_file;   // host: private key (PEM)
+  int connect_timeout_ms = 5000;  // TCP connect, TLS handshake and set-up record, each side
+  int heartbeat_ms = 1000;
+  int dead_after_ms = 5000;
+  size_t max_message_size = 4u << 20;
+};
+
+// True for "tcp://..." and "tls://...".
+bool IsRemoteAddress(const std::string& address);
+
+// Reads a token file (first line, trimmed; 16 to 1024 characters).
+StatusOr<std::string> ReadRemoteToken(const std::string& path);
+
+// The guest's options from PVGPU_TOKEN_FILE (else PVGPU_TOKEN) and PVGPU_TLS_CA.
+StatusOr<RemoteOptions> GuestRemoteOptionsFromEnvironment();
+
+// Guest side: connects, runs TLS (checking the host's certificate against the CA and the host
+// name or IP in `address`) and presents the token. kNoDevice when nothing answers,
+// kNotPermitted for an untrusted certificate or a rejected token ("token rejected").
+StatusOr<std::unique_ptr<Endpoint>> ConnectRemote(const std::string& address,
+                                                  const RemoteOptions& options);
+
+// Host side. Listen refuses tcp:// on a non-loopback address (kNotPermitted) and tls:// without
+// certificate, key and token (kInvalidValue). Connections are set up (TLS, token) on their own
+// threads, bounded by connect_timeout_ms; refused ones are logged with the reason and never
+// reach Accept.
+class RemoteListener {
+ public:
+  static StatusOr<std::unique_ptr<RemoteListener>> Listen(const std::string& address,
+                                                          const RemoteOptions& options);
+  ~RemoteListener();
+  // Waits for the next guest that passed set-up; kDeviceUnavailable after Shutdown.
+  StatusOr<std::unique_ptr<Endpoint>> Accept();
+  void Shutdown();
+  // The address with the port actually bound (for port 0).
+  const std::string& address() const;
+  struct State;
+
+ private:
+  explicit RemoteListener(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
 // Two endpoints joined in memory: what one sends the other receives.
 std::pair<std::unique_ptr<Endpoint>, std::unique_ptr<Endpoint>> CreateInProcessPair(
     size_t max_message_size = 4u << 20);

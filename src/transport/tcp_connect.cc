@@ -1,0 +1,85 @@
+// Guest side of the remote channel: resolve, connect, TLS, set-up record, endpoint.
+#include <cstdlib>
+
+#include "common/log.h"
+#include "transport/channel.h"
+#include "transport/tcp_endpoint.h"
+#include "transport/tcp_setup.h"
+#include "transport/tcp_socket.h"
+#include "transport/tls_stream.h"
+
+namespace pvgpu::transport {
+
+using internal::Deadline;
+
+bool IsRemoteAddress(const std::string& address) {
+  return address.rfind("tcp://", 0) == 0 || address.rfind("tls://", 0) == 0;
+}
+
+StatusOr<std::string> ReadRemoteToken(const std::string& path) {
+  return internal::ReadTokenFile(path);
+}
+
+StatusOr<RemoteOptions> GuestRemoteOptionsFromEnvironment() {
+  RemoteOptions options;
+  const char* token_file = std::getenv("PVGPU_TOKEN_FILE");
+  const char* token = std::getenv("PVGPU_TOKEN");
+  if (token_file != nullptr && *token_file) {
+    PVGPU_ASSIGN_OR_RETURN(options.token, internal::ReadTokenFile(token_file));
+  } else if (token != nullptr && *token) {
+    options.token = token;
+    PVGPU_TRY(internal::CheckToken(options.token, "PVGPU_TOKEN"));
+  }
+  if (const char* ca = std::getenv("PVGPU_TLS_CA"); ca != nullptr) options.tls_ca_file = ca;
+  return options;
+}
+
+StatusOr<std::unique_ptr<Endpoint>> ConnectRemote(const std::string& address,
+                                                  const RemoteOptions& options) {
+  PVGPU_ASSIGN_OR_RETURN(internal::RemoteAddress remote, internal::ParseRemoteAddress(address));
+  if (remote.tls && options.token.empty()) {
+    return Error(Code::kInvalidValue,
+                 address + " needs a token: set PVGPU_TOKEN_FILE (or PVGPU_TOKEN)");
+  }
+  // Load the trust anchors before touching the network, so a bad PVGPU_TLS_CA says so.
+  std::shared_ptr<internal::TlsContext> tls;
+  if (remote.tls) {
+    PVGPU_ASSIGN_OR_RETURN(tls, internal::TlsContext::ForClient(options.tls_ca_file));
+  }
+  const Deadline deadline(options.connect_timeout_ms);
+  PVGPU_ASSIGN_OR_RETURN(auto addresses, internal::Resolve(remote, false));
+  std::string peer;
+  PVGPU_ASSIGN_OR_RETURN(internal::UniqueFd fd, internal::ConnectTcp(addresses, deadline, &peer));
+  PVGPU_TRY(internal::ConfigureStreamSocket(fd.get(), options.dead_after_ms));
+  std::unique_ptr<internal::ByteStream> stream;
+  if (remote.tls) {
+    auto secured = internal::TlsConnect(*tls, std::move(fd), remote.host, deadline);
+    if (!secured.ok()) {
+      const Status& status = secured.status();
+      return Error(status.code() == Code::kNotReady ? Code::kNoDevice : status.code(),
+                   "TLS with " + address + " failed: " + status.message() +
+                       (status.code() == Code::kNotPermitted
+                            ? " (is PVGPU_TLS_CA the CA that signed the host's certificate, "
+                              "and does the certificate name " + remote.host + "?)"
+                            : ""));
+    }
+    stream = std::move(secured).value();
+  } else {
+    stream = internal::MakePlainStream(std::move(fd));
+  }
+  auto max_message = internal::GuestSetup(*stream, options.token, deadline);
+  if (!max_message.ok()) {
+    const Status& status = max_message.status();
+    return Error(status.code() == Code::kNotReady ? Code::kNoDevice : status.code(),
+                 address + ": " + status.message());
+  }
+  internal::StreamEndpointOptions endpoint;
+  endpoint.max_message_size = std::min<size_t>(options.max_message_size, *max_message);
+  endpoint.heartbeat_ms = options.heartbeat_ms;
+  endpoint.dead_after_ms = options.dead_after_ms;
+  endpoint.description = remote.ToString();
+  PVGPU_DEBUG("connected to " << remote.ToString() << " (" << peer << ")");
+  return internal::MakeStreamEndpoint(std::move(stream), endpoint);
+}
+
+}  // namespace pvgpu::transport

@@ -1,0 +1,44 @@
+// The remote channel's set-up record: the first exchange after the TCP (and TLS) handshake,
+// before any frame. The guest presents the transport version and the shared-secret token; the
+// host answers with a verdict and its largest message. A rejected guest never reaches a session.
+//
+//   guest -> host: "PVGPUTCP", u32 version, u32 token length (<= kMaxTokenBytes), token bytes
+//   host -> guest: "PVGPUTCP", u32 SetupResult, u32 max_message_size
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "transport/fd_util.h"
+#include "transport/tcp_stream.h"
+
+namespace pvgpu::transport::internal {
+
+inline constexpr size_t kMaxTokenBytes = 1024;
+inline constexpr size_t kMinTokenBytes = 16;
+
+enum class SetupResult : uint32_t {
+  kOk = 0,
+  kTokenRejected = 1,
+  kVersionMismatch = 2,
+  kBadRecord = 3,
+};
+
+// Guest side. Returns the host's max_message_size; a refusal is kNotPermitted (token) or
+// kNotSupported (version) with a message that says so.
+StatusOr<uint32_t> GuestSetup(ByteStream& stream, const std::string& token,
+                              const Deadline& deadline);
+
+// Host side. `expected_token` empty means no token is required (loopback tcp://). Compares
+// tokens in constant time (SHA-256 of each, then CRYPTO_memcmp), answers, and returns
+// kNotPermitted / kInvalidValue with the reason when the guest is refused.
+Status HostSetup(ByteStream& stream, const std::string& expected_token,
+                 uint32_t max_message_size, const Deadline& deadline);
+
+// Reads a token file: its first line, surrounding white space removed; refuses tokens shorter
+// than kMinTokenBytes or longer than kMaxTokenBytes.
+StatusOr<std::string> ReadTokenFile(const std::string& path);
+Status CheckToken(const std::string& token, const std::string& origin);
+
+}  // namespace pvgpu::transport::internal

@@ -1,0 +1,107 @@
+#include "transport/tcp_stream.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace pvgpu::transport::internal {
+namespace {
+
+class PlainStream final : public ByteStream {
+ public:
+  explicit PlainStream(UniqueFd fd) : fd_(std::move(fd)) {}
+
+  IoResult Read(uint8_t* data, size_t size) override {
+    for (;;) {
+      const ssize_t n = ::recv(fd_.get(), data, size, 0);
+      if (n > 0) return {IoResult::kDone, static_cast<size_t>(n), {}};
+      if (n == 0) return {IoResult::kEof, 0, {}};
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return {IoResult::kWantRead, 0, {}};
+      return {IoResult::kError, 0, std::strerror(errno)};
+    }
+  }
+
+  IoResult Write(const uint8_t* data, size_t size) override {
+    for (;;) {
+      const ssize_t n = ::send(fd_.get(), data, size, MSG_NOSIGNAL);
+      if (n > 0) return {IoResult::kDone, static_cast<size_t>(n), {}};
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return {IoResult::kWantWrite, 0, {}};
+      return {IoResult::kError, 0, n == 0 ? "short write" : std::strerror(errno)};
+    }
+  }
+
+  void ShutdownWrite() override { ::shutdown(fd_.get(), SHUT_WR); }
+  int fd() const override { return fd_.get(); }
+
+ private:
+  UniqueFd fd_;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteStream> MakePlainStream(UniqueFd fd) {
+  return std::make_unique<PlainStream>(std::move(fd));
+}
+
+bool PollFor(int fd, IoResult::Kind kind, const Deadline& deadline) {
+  pollfd p{fd, static_cast<short>(kind == IoResult::kWantWrite ? POLLOUT : POLLIN), 0};
+  for (;;) {
+    const int ready = ::poll(&p, 1, deadline.PollTimeoutMs());
+    if (ready > 0) return true;
+    if (ready == 0) return false;
+    if (errno != EINTR) return true;  // let the next read or write report the error
+  }
+}
+
+Status WriteAll(ByteStream& stream, std::span<const uint8_t> bytes, const Deadline& deadline) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    IoResult r = stream.Write(bytes.data() + done, bytes.size() - done);
+    switch (r.kind) {
+      case IoResult::kDone:
+        done += r.bytes;
+        break;
+      case IoResult::kWantRead:
+      case IoResult::kWantWrite:
+        if (!PollFor(stream.fd(), r.kind, deadline)) {
+          return Error(Code::kNotReady, "timed out sending the set-up record");
+        }
+        break;
+      case IoResult::kEof:
+        return Error(Code::kDeviceUnavailable, "peer closed the connection");
+      case IoResult::kError:
+        return Error(Code::kDeviceUnavailable, r.error);
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadExact(ByteStream& stream, std::span<uint8_t> bytes, const Deadline& deadline) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    IoResult r = stream.Read(bytes.data() + done, bytes.size() - done);
+    switch (r.kind) {
+      case IoResult::kDone:
+        done += r.bytes;
+        break;
+      case IoResult::kWantRead:
+      case IoResult::kWantWrite:
+        if (!PollFor(stream.fd(), r.kind, deadline)) {
+          return Error(Code::kNotReady, "timed out waiting for the set-up record");
+        }
+        break;
+      case IoResult::kEof:
+        return Error(Code::kDeviceUnavailable, "peer closed the connection");
+      case IoResult::kError:
+        return Error(Code::kDeviceUnavailable, r.error);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace pvgpu::transport::internal

@@ -1,0 +1,43 @@
+// TLS 1.3 over a TCP connection (OpenSSL): contexts for the host (certificate and key) and the
+// guest (trust anchors), and handshakes bounded by a deadline that yield a ByteStream.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "transport/fd_util.h"
+#include "transport/tcp_stream.h"
+
+struct ssl_ctx_st;
+
+namespace pvgpu::transport::internal {
+
+class TlsContext {
+ public:
+  // The host's context: its certificate chain (PEM, leaf first) and private key.
+  static StatusOr<std::shared_ptr<TlsContext>> ForServer(const std::string& cert_file,
+                                                         const std::string& key_file);
+  // The guest's context: trusts the CA certificates in `ca_file` (PEM), or the system's
+  // default store when it is empty.
+  static StatusOr<std::shared_ptr<TlsContext>> ForClient(const std::string& ca_file);
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+  ssl_ctx_st* get() const { return ctx_; }
+
+ private:
+  explicit TlsContext(ssl_ctx_st* ctx) : ctx_(ctx) {}
+  ssl_ctx_st* ctx_;
+};
+
+// Host side: runs the TLS handshake on an accepted connection.
+StatusOr<std::unique_ptr<ByteStream>> TlsAccept(const TlsContext& context, UniqueFd fd,
+                                                const Deadline& deadline);
+// Guest side: runs the handshake and checks that the host's certificate chains to a trusted CA
+// and names `host` (a DNS name, or an IP address matched against the certificate's IP SANs).
+StatusOr<std::unique_ptr<ByteStream>> TlsConnect(const TlsContext& context, UniqueFd fd,
+                                                 const std::string& host,
+                                                 const Deadline& deadline);
+
+}  // namespace pvgpu::transport::internal
