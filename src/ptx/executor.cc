@@ -87,6 +87,7 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
     w.next_wait = UINT32_MAX;
     w.state = WarpState::kRunning;
     w.uniform_wait = false;
+    w.has_called = false;
     for (int i = 0; i < 32; ++i) {
       w.lane_pc[i] = 0;
       w.stack[i].clear();

@@ -67,7 +67,7 @@ StatusOr<std::vector<Token>> Tokenize(std::string_view src) {
       t.kind = TokKind::kString;
       t.text = src.substr(start + 1, i - start - 1);
       ++i;
-    } else if (c == '.' && i + 1 < n && (std::isalpha(static_cast<unsigned char>(src[i + 1])) ||
+    } else if (c == '.' && i + 1 < n && (std::isalnum(static_cast<unsigned char>(src[i + 1])) ||
                                          src[i + 1] == '_')) {
       ++i;
       // ".shared::cta" style qualifiers stay one token.

@@ -72,6 +72,7 @@ bool ExecCall(const Inst& in, Warp& w, uint32_t m) {
   }
   for (uint32_t t = w.active & ~m; t; t &= t - 1) w.lane_pc[__builtin_ctz(t)] = w.pc + 1;
   w.active = 0;
+  w.has_called = true;
   w.Reschedule();
   return true;
 }

@@ -442,6 +442,12 @@ class Parser {
       in.text += in.mods.back();
     }
     if (Accept(';')) return Status::Ok();
+    Status st = ParseOperands(in);
+    if (!st.ok()) return Status(st.code(), st.message() + " in instruction '" + in.text + "'");
+    return Status::Ok();
+  }
+
+  Status ParseOperands(ast::Instruction& in) {
     do {
       Operand o;
       PVGPU_TRY(ParseOperand(o, 0));

@@ -7,6 +7,7 @@
 // divergent region see the full warp as on hardware.
 #include "ptx/warp.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ptx/families.h"
@@ -23,9 +24,21 @@ void Warp::Reschedule() {
     if (state == WarpState::kRunning) state = live ? WarpState::kBlocked : WarpState::kDone;
     return;
   }
+  // Lanes deeper in a call chain go first: they must return before the callers' pcs mean
+  // anything relative to theirs (the callee's code may sit anywhere in the image).
+  uint32_t cand = runnable;
+  if (has_called) {
+    size_t deepest = 0;
+    for (uint32_t m = runnable; m; m &= m - 1) deepest = std::max(deepest, stack[__builtin_ctz(m)].size());
+    cand = 0;
+    for (uint32_t m = runnable; m; m &= m - 1) {
+      int i = __builtin_ctz(m);
+      if (stack[i].size() == deepest) cand |= 1u << i;
+    }
+  }
   // Branch-free passes over the 32 lanes (they vectorize): lowest pc, its lanes, next pc.
   uint32_t key[32];
-  for (int i = 0; i < 32; ++i) key[i] = ((runnable >> i) & 1) ? lane_pc[i] : UINT32_MAX;
+  for (int i = 0; i < 32; ++i) key[i] = ((cand >> i) & 1) ? lane_pc[i] : UINT32_MAX;
   uint32_t best = UINT32_MAX;
   for (int i = 0; i < 32; ++i) best = key[i] < best ? key[i] : best;
   uint32_t second = UINT32_MAX;
@@ -36,7 +49,7 @@ void Warp::Reschedule() {
     second = k < second ? k : second;
   }
   pc = best;
-  active = PackLaneMask(eq) & runnable;
+  active = PackLaneMask(eq) & cand;
   next_wait = second;
 }
 

@@ -75,6 +75,7 @@ struct Warp {
   // Every runnable lane waits at one barrier with the same resume pc (in `pc`): release can
   // restore the group without scanning lane_pc.
   bool uniform_wait = false;
+  bool has_called = false;  // some lane has entered a .func since the block started
   uint32_t warp_id = 0;
   Block* block = nullptr;
   LaunchCtx* launch = nullptr;
