@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/paths.h"
+#include "guest/client/host_list.h"
 
 namespace pvgpu::guest {
 
@@ -25,12 +26,9 @@ Client& Client::ForAddress(const std::string& address) {
 
 std::vector<Client*> Client::FromEnvironment() {
   std::vector<Client*> out;
-  std::stringstream list(GuestHostAddress());
-  std::string address;
-  while (std::getline(list, address, ',')) {
-    address.erase(0, address.find_first_not_of(" \t"));
-    address.erase(address.find_last_not_of(" \t") + 1);
-    if (!address.empty()) out.push_back(&ForAddress(address));
+  for (const std::string& address :
+       ExpandHostList(std::getenv("PVGPU_HOST"), "unix:" + DefaultSocketPath())) {
+    out.push_back(&ForAddress(address));
   }
   return out;
 }

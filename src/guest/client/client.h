@@ -27,8 +27,9 @@ class Client {
   // The client for one host address ("unix:PATH"), created on first use and never destroyed
   // (so that calls from atexit handlers still work).
   static Client& ForAddress(const std::string& address);
-  // The hosts named by PVGPU_HOST (a comma-separated list; default: the local default socket),
-  // in order. Their adapters become the guest's devices in that order.
+  // The hosts named by PVGPU_HOST (a comma-separated list; default: the local default socket;
+  // "dir:PATH" entries and containers' device sockets: see host_list.h), in order. Their
+  // adapters become the guest's devices in that order.
   static std::vector<Client*> FromEnvironment();
   const std::string& address() const { return address_; }
 
