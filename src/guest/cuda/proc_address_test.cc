@@ -1,0 +1,214 @@
+// Loads the built libcuda.so.1 as an application's loader would and checks its export surface:
+// every cuda.h function is there, unimplemented ones answer CUDA_ERROR_NOT_SUPPORTED, and
+// cuGetProcAddress resolves (name, version, flags) to the same symbols as real libcuda.
+//
+// The expectations are written out here or read from cudaTypedefs.h directly, never taken from
+// the generator's table, so that a generator bug cannot agree with itself.
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using GetProcAddressV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                      CUdriverProcAddressQueryResult*);
+using GetProcAddressV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
+
+class LibcudaTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    handle_ = dlopen(PVGPU_LIBCUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+  }
+  static void* Sym(const char* name) { return dlsym(handle_, name); }
+  static GetProcAddressV2 GetProc() {
+    return reinterpret_cast<GetProcAddressV2>(Sym("cuGetProcAddress_v2"));
+  }
+  static std::string ReadFile(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  static inline void* handle_ = nullptr;
+};
+
+TEST_F(LibcudaTest, ExportsEveryDeclaredFunction) {
+  std::ifstream list(PVGPU_CUDA_EXPORTS_LIST);
+  std::string name;
+  int count = 0;
+  while (std::getline(list, name)) {
+    ++count;
+    EXPECT_NE(Sym(name.c_str()), nullptr) << name;
+  }
+  EXPECT_GT(count, 600);  // cuda.h 13 declares about 630 names with the legacy ones
+}
+
+TEST_F(LibcudaTest, ExportsVersionedLegacyAndPerThreadNames) {
+  for (const char* name :
+       {"cuMemAlloc", "cuMemAlloc_v2", "cuCtxCreate", "cuCtxCreate_v2", "cuCtxCreate_v3",
+        "cuCtxCreate_v4", "cuMemcpyHtoD_v2_ptds", "cuLaunchKernel_ptsz",
+        "cuStreamSynchronize_ptsz", "cuMemsetD8_v2_ptds", "cuGraphCreate", "cuGetProcAddress",
+        "cuGetProcAddress_v2", "cuModuleLoadFatBinary", "cuStreamGetCaptureInfo_v3_ptsz"}) {
+    EXPECT_NE(Sym(name), nullptr) << name;
+  }
+  // The version script keeps everything else, including pvgpu's own symbols, private.
+  EXPECT_EQ(Sym("_ZN5pvgpu5guest12NotSupportedEPKcPSt6atomicIbE"), nullptr);
+}
+
+TEST_F(LibcudaTest, UnimplementedFunctionsReturnNotSupported) {
+  using TwoArgs = CUresult (*)(void*, unsigned int);
+  for (const char* name : {"cuGraphCreate", "cuMemAlloc", "cuModuleGetGlobal", "cuArrayCreate_v2",
+                           "cuGraphLaunch_ptsz"}) {
+    auto fn = reinterpret_cast<TwoArgs>(Sym(name));
+    ASSERT_NE(fn, nullptr) << name;
+    void* out[4] = {};
+    EXPECT_EQ(fn(out, 0), CUDA_ERROR_NOT_SUPPORTED) << name;
+    EXPECT_EQ(fn(out, 0), CUDA_ERROR_NOT_SUPPORTED) << name << " (second call)";
+  }
+}
+
+TEST_F(LibcudaTest, ForwardersReachTheImplementation) {
+  // Before cuInit the implementations answer NOT_INITIALIZED; a stub would say NOT_SUPPORTED.
+  using OneArg = CUresult (*)(void*);
+  for (const char* name : {"cuStreamSynchronize_ptsz", "cuStreamQuery_ptsz", "cuCtxDestroy",
+                           "cuStreamDestroy", "cuEventDestroy"}) {
+    auto fn = reinterpret_cast<OneArg>(Sym(name));
+    ASSERT_NE(fn, nullptr) << name;
+    EXPECT_NE(fn(nullptr), CUDA_ERROR_NOT_SUPPORTED) << name;
+  }
+  using CtxCreateV2 = CUresult (*)(CUcontext*, unsigned int, CUdevice);
+  CUcontext ctx = nullptr;
+  EXPECT_EQ(reinterpret_cast<CtxCreateV2>(Sym("cuCtxCreate_v2"))(&ctx, 0, 0),
+            CUDA_ERROR_NOT_INITIALIZED);
+}
+
+struct Expectation {
+  const char* base;
+  int version;
+  cuuint64_t flags;
+  const char* symbol;
+};
+
+constexpr cuuint64_t kDefault = CU_GET_PROC_ADDRESS_DEFAULT;
+constexpr cuuint64_t kLegacy = CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+constexpr cuuint64_t kPerThread = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+
+// From cudaTypedefs.h's PFN_<name>_v<version> typedefs and cuda.h's name-mapping macros.
+constexpr Expectation kExpectations[] = {
+    {"cuInit", 2000, kDefault, "cuInit"},
+    {"cuInit", 13000, kPerThread, "cuInit"},
+    {"cuMemAlloc", 2000, kDefault, "cuMemAlloc"},
+    {"cuMemAlloc", 3010, kDefault, "cuMemAlloc"},
+    {"cuMemAlloc", 3020, kDefault, "cuMemAlloc_v2"},
+    {"cuMemAlloc", 13000, kLegacy, "cuMemAlloc_v2"},
+    {"cuCtxCreate", 2000, kDefault, "cuCtxCreate"},
+    {"cuCtxCreate", 3020, kDefault, "cuCtxCreate_v2"},
+    {"cuCtxCreate", 11040, kDefault, "cuCtxCreate_v3"},
+    {"cuCtxCreate", 12000, kDefault, "cuCtxCreate_v3"},
+    {"cuCtxCreate", 12050, kDefault, "cuCtxCreate_v4"},
+    {"cuCtxDestroy", 2000, kDefault, "cuCtxDestroy"},
+    {"cuCtxDestroy", 4000, kDefault, "cuCtxDestroy_v2"},
+    {"cuStreamDestroy", 2000, kDefault, "cuStreamDestroy"},
+    {"cuStreamDestroy", 4000, kDefault, "cuStreamDestroy_v2"},
+    {"cuEventElapsedTime", 2000, kDefault, "cuEventElapsedTime"},
+    {"cuEventElapsedTime", 12080, kDefault, "cuEventElapsedTime_v2"},
+    {"cuDeviceTotalMem", 3020, kDefault, "cuDeviceTotalMem_v2"},
+    {"cuDevicePrimaryCtxRelease", 7000, kDefault, "cuDevicePrimaryCtxRelease"},
+    {"cuDevicePrimaryCtxRelease", 11000, kDefault, "cuDevicePrimaryCtxRelease_v2"},
+    {"cuGetProcAddress", 11030, kDefault, "cuGetProcAddress"},
+    {"cuGetProcAddress", 12000, kDefault, "cuGetProcAddress_v2"},
+    {"cuCtxGetDevice", 12000, kDefault, "cuCtxGetDevice"},
+    {"cuCtxGetDevice", 13000, kDefault, "cuCtxGetDevice_v2"},
+    {"cuGraphInstantiate", 11000, kDefault, "cuGraphInstantiate_v2"},
+    {"cuMemcpyHtoD", 2000, kPerThread, "cuMemcpyHtoD"},
+    {"cuMemcpyHtoD", 6050, kPerThread, "cuMemcpyHtoD_v2"},
+    {"cuMemcpyHtoD", 7000, kPerThread, "cuMemcpyHtoD_v2_ptds"},
+    {"cuMemcpyHtoD", 12000, kLegacy, "cuMemcpyHtoD_v2"},
+    {"cuMemcpyHtoD", 12000, kDefault, "cuMemcpyHtoD_v2"},
+    {"cuMemsetD8", 12000, kPerThread, "cuMemsetD8_v2_ptds"},
+    {"cuLaunchKernel", 4000, kPerThread, "cuLaunchKernel"},
+    {"cuLaunchKernel", 12000, kPerThread, "cuLaunchKernel_ptsz"},
+    {"cuLaunchKernel", 12000, kDefault, "cuLaunchKernel"},
+    {"cuStreamSynchronize", 13000, kPerThread, "cuStreamSynchronize_ptsz"},
+    {"cuStreamGetCaptureInfo", 10010, kPerThread, "cuStreamGetCaptureInfo_ptsz"},
+    {"cuStreamGetCaptureInfo", 11030, kPerThread, "cuStreamGetCaptureInfo_v2_ptsz"},
+    {"cuStreamGetCaptureInfo", 12030, kDefault, "cuStreamGetCaptureInfo_v3"},
+    {"cuModuleLoadFatBinary", 2000, kDefault, "cuModuleLoadFatBinary"},
+};
+
+TEST_F(LibcudaTest, GetProcAddressResolvesKnownPairs) {
+  for (const auto& e : kExpectations) {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    EXPECT_EQ(GetProc()(e.base, &fn, e.version, e.flags, &status), CUDA_SUCCESS)
+        << e.base << " " << e.version;
+    EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SUCCESS) << e.base << " " << e.version;
+    EXPECT_EQ(fn, Sym(e.symbol)) << e.base << " " << e.version << " flags " << e.flags
+                                 << ": expected " << e.symbol;
+  }
+}
+
+TEST_F(LibcudaTest, GetProcAddressFailures) {
+  void* fn = reinterpret_cast<void*>(1);
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+  EXPECT_EQ(GetProc()("cuGetProcAddress", &fn, 11020, kDefault, &status), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  EXPECT_EQ(fn, nullptr);
+  EXPECT_EQ(GetProc()("cuNoSuchFunction", &fn, 12000, kDefault, &status), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+  // Applications ask for base names; an ABI name is not one.
+  EXPECT_EQ(GetProc()("cuMemAlloc_v2", &fn, 12000, kDefault, &status), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(GetProc()(nullptr, &fn, 12000, kDefault, &status), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(GetProc()("cuInit", nullptr, 12000, kDefault, &status), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(GetProc()("cuInit", &fn, 12000, 1u << 7, &status), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(GetProc()("cuInit", &fn, CUDA_VERSION + 1000, kDefault, &status),
+            CUDA_ERROR_INVALID_VALUE);
+  // The status argument is optional.
+  EXPECT_EQ(GetProc()("cuInit", &fn, 12000, kDefault, nullptr), CUDA_SUCCESS);
+}
+
+TEST_F(LibcudaTest, GetProcAddressV1) {
+  auto v1 = reinterpret_cast<GetProcAddressV1>(Sym("cuGetProcAddress"));
+  void* fn = nullptr;
+  EXPECT_EQ(v1("cuMemAlloc", &fn, 12000, kDefault), CUDA_SUCCESS);
+  EXPECT_EQ(fn, Sym("cuMemAlloc_v2"));
+  EXPECT_EQ(v1("cuNoSuchFunction", &fn, 12000, kDefault), CUDA_ERROR_NOT_FOUND);
+}
+
+// Every (name, version) pair cudaTypedefs.h names resolves, at exactly that version, to an
+// exported symbol of that name's family.
+TEST_F(LibcudaTest, GetProcAddressCoversCudaTypedefs) {
+  const std::string text = ReadFile(PVGPU_CUDA_INCLUDE_DIR "/cudaTypedefs.h");
+  const std::regex pfn(R"(\(CUDAAPI \*PFN_(cu\w+?)_v(\d+)(_ptds|_ptsz)?\)\()");
+  int pairs = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), pfn); it != std::sregex_iterator();
+       ++it) {
+    const std::string base = (*it)[1];
+    const int version = std::stoi((*it)[2]);
+    const bool per_thread = (*it)[3].matched;
+    void* fn = nullptr;
+    ASSERT_EQ(GetProc()(base.c_str(), &fn, version, per_thread ? kPerThread : kLegacy, nullptr),
+              CUDA_SUCCESS)
+        << base << " " << version;
+    Dl_info info{};
+    ASSERT_NE(dladdr(fn, &info), 0) << base;
+    ASSERT_NE(info.dli_sname, nullptr) << base;
+    const std::string symbol = info.dli_sname;
+    EXPECT_EQ(symbol.rfind(base, 0), 0u) << base << " -> " << symbol;
+    const bool symbol_per_thread = symbol.ends_with("_ptds") || symbol.ends_with("_ptsz");
+    EXPECT_EQ(symbol_per_thread, per_thread) << base << " " << version << " -> " << symbol;
+    ++pairs;
+  }
+  EXPECT_GT(pairs, 600);
+}
+
+}  // namespace
