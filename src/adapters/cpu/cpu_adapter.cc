@@ -1,6 +1,9 @@
 #include "adapters/cpu/cpu_adapter.h"
 
 #include <cstring>
+#include <limits>
+
+#include "fatbin/fatbin.h"
 
 namespace pvgpu::adapters::cpu {
 namespace {
@@ -120,8 +123,23 @@ class CpuContext final : public Context {
   StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
                                                std::string* error_log,
                                                std::string* info_log) override {
-    if (kind != ImageKind::kPtx) {
-      return Error(Code::kNoBinaryForGpu, "the cpu adapter runs PTX only");
+    // The cpu adapter has no GPU architecture: any PTX in a fatbin will run, the newest
+    // preferred. A cubin (or a fatbin of SASS only) is machine code for one NVIDIA GPU.
+    std::string fatbin_ptx;
+    if (kind == ImageKind::kFatbin) {
+      auto ptx = fatbin::ExtractPtx(image, std::numeric_limits<int>::max());
+      if (!ptx.ok()) {
+        if (error_log != nullptr) *error_log = ptx.status().message();
+        return ptx.status();
+      }
+      fatbin_ptx = std::move(*ptx);
+      image = {reinterpret_cast<const uint8_t*>(fatbin_ptx.data()), fatbin_ptx.size()};
+    } else if (kind != ImageKind::kPtx) {
+      const char* message =
+          "the cpu adapter runs PTX only; a cubin holds machine code for one NVIDIA GPU "
+          "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)";
+      if (error_log != nullptr) *error_log = message;
+      return Error(Code::kNoBinaryForGpu, message);
     }
     std::string_view text(reinterpret_cast<const char*>(image.data()), image.size());
     if (auto nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);

@@ -1,0 +1,128 @@
+// Fatbin container layout, as nvcc 13 writes it (all fields little-endian), worked out from
+// containers nvcc generates with each --compress-mode and target mix:
+//
+//   container header (16 bytes)
+//     0x00 u32 magic 0xBA55ED50   0x04 u16 version (1)   0x06 u16 header size
+//     0x08 u64 size of the entries that follow the header
+//   entry header (header size bytes, 64 for ELF and 80 for PTX in practice), then its payload
+//     0x00 u16 kind (1 PTX, 2 ELF)  0x02 u16 entry version   0x04 u32 header size
+//     0x08 u64 payload size (padded to 8 bytes)
+//     0x10 u32 compressed size (0 when stored)
+//     0x18 u16 minor, u16 major: PTX ISA or cubin format version
+//     0x1c u32 SM arch (75 = compute_75 / sm_75)
+//     0x20 u32, u32: object name offset and length (unused here)
+//     0x28 u64 flags: 0x2000 payload is an LZ4 block, 0x8000 payload is a zstd frame
+//     0x38 u64 decompressed size
+//
+// This is the one file that reinterprets the raw bytes; everything after Parse works on Entry.
+#include "fatbin/fatbin.h"
+
+#include <cstring>
+#include <string_view>
+
+namespace pvgpu::fatbin {
+namespace {
+
+constexpr size_t kContainerHeaderSize = 16;
+constexpr size_t kMinEntryHeaderSize = 0x40;  // through the decompressed-size field
+constexpr uint64_t kFlagLz4 = 0x2000;
+constexpr uint64_t kFlagZstd = 0x8000;
+
+template <typename T>
+T Read(std::span<const uint8_t> bytes, size_t offset) {
+  // Callers have checked offset + sizeof(T) <= bytes.size().
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
+
+Status Invalid(std::string message) { return Error(Code::kInvalidImage, "fatbin: " + message); }
+
+}  // namespace
+
+bool LooksLikeFatbin(std::span<const uint8_t> image) {
+  return image.size() >= sizeof(uint32_t) && Read<uint32_t>(image, 0) == kMagic;
+}
+
+StatusOr<std::vector<Entry>> Parse(std::span<const uint8_t> image) {
+  if (image.size() < kContainerHeaderSize) return Invalid("shorter than its header");
+  if (Read<uint32_t>(image, 0) != kMagic) return Invalid("bad magic");
+  const uint16_t header_size = Read<uint16_t>(image, 6);
+  const uint64_t fat_size = Read<uint64_t>(image, 8);
+  if (header_size < kContainerHeaderSize || header_size > image.size()) {
+    return Invalid("bad header size " + std::to_string(header_size));
+  }
+  if (fat_size > image.size() - header_size) {
+    return Invalid("container of " + std::to_string(fat_size) + " bytes exceeds the image");
+  }
+  const auto body = image.subspan(header_size, fat_size);
+  std::vector<Entry> entries;
+  size_t offset = 0;
+  while (offset < body.size()) {
+    const size_t left = body.size() - offset;
+    if (left < kMinEntryHeaderSize) return Invalid("truncated entry header");
+    const auto kind = Read<uint16_t>(body, offset);
+    const uint32_t entry_header_size = Read<uint32_t>(body, offset + 0x04);
+    const uint64_t payload_size = Read<uint64_t>(body, offset + 0x08);
+    if (entry_header_size < kMinEntryHeaderSize || entry_header_size > left) {
+      return Invalid("bad entry header size " + std::to_string(entry_header_size));
+    }
+    if (payload_size > left - entry_header_size) return Invalid("entry payload exceeds the image");
+    const uint32_t compressed_size = Read<uint32_t>(body, offset + 0x10);
+    const uint64_t flags = Read<uint64_t>(body, offset + 0x28);
+    Entry entry;
+    entry.kind = static_cast<EntryKind>(kind);
+    entry.version_minor = Read<uint16_t>(body, offset + 0x18);
+    entry.version_major = Read<uint16_t>(body, offset + 0x1a);
+    entry.arch = Read<uint32_t>(body, offset + 0x1c);
+    uint64_t stored = payload_size;
+    if ((flags & (kFlagLz4 | kFlagZstd)) != 0) {
+      if ((flags & kFlagLz4) != 0 && (flags & kFlagZstd) != 0) {
+        return Invalid("entry claims two compression methods");
+      }
+      entry.compression = (flags & kFlagLz4) != 0 ? Compression::kLz4 : Compression::kZstd;
+      entry.decompressed_size = Read<uint64_t>(body, offset + 0x38);
+      if (compressed_size == 0 || compressed_size > payload_size) {
+        return Invalid("bad compressed size " + std::to_string(compressed_size));
+      }
+      if (entry.decompressed_size == 0 || entry.decompressed_size > kMaxDecompressedSize) {
+        return Invalid("decompressed size " + std::to_string(entry.decompressed_size) +
+                       " out of range");
+      }
+      stored = compressed_size;
+    }
+    entry.payload = body.subspan(offset + entry_header_size, stored);
+    if (kind == static_cast<uint16_t>(EntryKind::kPtx) ||
+        kind == static_cast<uint16_t>(EntryKind::kElf)) {
+      entries.push_back(entry);
+    }
+    offset += entry_header_size + payload_size;  // <= body.size(): both checked above
+  }
+  return entries;
+}
+
+StatusOr<std::string> ExtractPtx(std::span<const uint8_t> image, int max_sm) {
+  PVGPU_ASSIGN_OR_RETURN(const auto entries, Parse(image));
+  const Entry* best = nullptr;
+  uint32_t lowest_ptx = 0;
+  for (const Entry& e : entries) {
+    if (e.kind != EntryKind::kPtx) continue;
+    if (lowest_ptx == 0 || e.arch < lowest_ptx) lowest_ptx = e.arch;
+    if (max_sm >= 0 && e.arch <= static_cast<uint32_t>(max_sm) &&
+        (best == nullptr || e.arch > best->arch)) {
+      best = &e;
+    }
+  }
+  if (best == nullptr) {
+    return Error(Code::kNoBinaryForGpu,
+                 lowest_ptx == 0 ? "fatbin holds no PTX, only SASS for specific GPUs"
+                                 : "fatbin's PTX needs sm_" + std::to_string(lowest_ptx) +
+                                       ", newer than sm_" + std::to_string(max_sm));
+  }
+  PVGPU_ASSIGN_OR_RETURN(std::string text, Contents(*best));
+  // PTX is stored NUL-terminated and padded; the text ends at the first NUL.
+  if (auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);
+  return text;
+}
+
+}  // namespace pvgpu::fatbin
