@@ -2,8 +2,11 @@
 //
 // The session layer (host/) validates every request once — handles, ownership, address ranges,
 // quotas — before it reaches an adapter, so adapters implement only execution. Calls on one
-// Context come from one session thread, in submission order, and complete their work before
-// returning; the channel's pipelining happens above this interface.
+// Context come from one session thread, in submission order. A synchronous adapter (cpu)
+// completes the work before returning; an asynchronous one (cuda) may return once the work is
+// submitted, in order, to the device, and reports completion through NotifyWhenDone and errors
+// of submitted work through Synchronize (see below). The channel's pipelining happens above
+// this interface.
 //
 // Implementors: a new adapter needs a folder here (like cpu/), an AdapterInfo that fills the
 // device attributes it can answer, and a factory entry in adapters/registry.cc.
@@ -106,6 +109,21 @@ class Context {
 
   // Bytes of device memory this context holds (allocations and module globals).
   virtual uint64_t used_bytes() const = 0;
+
+  // Asynchronous execution. The defaults describe a synchronous adapter, whose work is done
+  // when each call returns.
+  //
+  // True when Write, Copy, Memset and Launch may return before their work is done. Read still
+  // waits for the data it returns (and so for all earlier work).
+  virtual bool asynchronous() const { return false; }
+  // Calls `done` once all work submitted so far on this context has completed (possibly at
+  // once, on the calling thread; otherwise on an adapter thread, in submission order). Every
+  // callback runs before the context's destructor returns.
+  virtual void NotifyWhenDone(std::function<void()> done) { done(); }
+  // Waits until all submitted work has completed; returns the first error that work raised
+  // since the previous Synchronize (a fault is sticky, as on hardware), and runs every pending
+  // NotifyWhenDone callback before returning.
+  virtual Status Synchronize() { return Status::Ok(); }
 };
 
 class Adapter {

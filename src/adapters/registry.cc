@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "adapters/cpu/cpu_adapter.h"
+#include "adapters/cuda/cuda_adapter.h"
+#include "common/log.h"
 
 namespace pvgpu::adapters {
 
@@ -37,6 +39,7 @@ StatusOr<std::vector<std::unique_ptr<Adapter>>> CreateAdapters(const std::string
   std::vector<std::unique_ptr<Adapter>> adapters;
   std::shared_ptr<ptx::Executor> executor;
   uint32_t cpu_index = 0;
+  std::string cuda_missing;  // why the cuda kind gave no adapters, for the error below
   std::stringstream items(spec);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -57,10 +60,29 @@ StatusOr<std::vector<std::unique_ptr<Adapter>>> CreateAdapters(const std::string
       cpu_options.index = cpu_index++;
       cpu_options.memory_bytes = memory != 0 ? memory : options.cpu_memory_bytes;
       adapters.push_back(std::make_unique<cpu::CpuAdapter>(cpu_options, executor));
+    } else if (kind == "cuda") {
+      if (memory != 0) {
+        return Error(Code::kInvalidValue, "the cuda kind takes no memory= option (a GPU offers "
+                                          "its own memory; use --quota to limit sessions)");
+      }
+      cuda::CudaOptions cuda_options;
+      cuda_options.driver_path = options.cuda_driver;
+      cuda_options.nvml_path = options.nvml;
+      cuda_options.listen_addresses = options.listen_addresses;
+      auto gpus = cuda::CreateCudaAdapters(cuda_options);
+      if (!gpus.ok()) {
+        cuda_missing = gpus.status().message();
+        PVGPU_INFO("cuda adapter: no GPUs served: " << cuda_missing);
+        continue;
+      }
+      for (auto& gpu : *gpus) adapters.push_back(std::move(gpu));
     } else {
       return Error(Code::kInvalidValue,
-                   "unknown adapter kind '" + kind + "' (this build offers: cpu)");
+                   "unknown adapter kind '" + kind + "' (this build offers: cpu, cuda)");
     }
+  }
+  if (adapters.empty() && !cuda_missing.empty()) {
+    return Error(Code::kNoDevice, "no adapters: the cuda kind found no GPU (" + cuda_missing + ")");
   }
   if (adapters.empty()) return Error(Code::kInvalidValue, "no adapters given");
   return adapters;

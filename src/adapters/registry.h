@@ -13,9 +13,15 @@ namespace pvgpu::adapters {
 struct RegistryOptions {
   unsigned cpu_threads = 0;       // workers shared by all cpu adapters; 0 = one per CPU
   uint64_t cpu_memory_bytes = 0;  // default budget of each cpu adapter; 0 = half of RAM
+  std::string cuda_driver;        // --cuda-driver: libcuda.so.1 to load; empty: standard paths
+  std::string nvml;               // --nvml: libnvidia-ml.so.1 to load; empty: standard paths
+  std::vector<std::string> listen_addresses;  // the daemon's own, for the cuda loop guard
 };
 
 // Parses "KIND[:memory=SIZE][,KIND...]". SIZE takes K, M, G suffixes (powers of 1024).
+// "cuda" stands for every GPU the host's CUDA driver reports, in the driver's order; when the
+// driver is absent or has none it contributes no adapters (logged), and only an empty result
+// is an error.
 StatusOr<std::vector<std::unique_ptr<Adapter>>> CreateAdapters(const std::string& spec,
                                                                 const RegistryOptions& options);
 

@@ -25,12 +25,21 @@ struct Options {
   int ready_fd = -1;
   std::string log_file;
   std::string log_level;
+  std::string cuda_driver;  // cuda adapter: the host's libcuda.so.1 (docs/cuda-adapter.md)
+  std::string nvml;
 };
 
 int Serve(const Options& options) {
   using namespace pvgpu;
   adapters::RegistryOptions registry;
   registry.cpu_threads = options.threads;
+  registry.cuda_driver = options.cuda_driver;
+  registry.nvml = options.nvml;
+  // The cuda adapter's loop guard refuses a pvgpu guest driver aimed at one of these.
+  registry.listen_addresses = options.listen;
+  if (registry.listen_addresses.empty()) {
+    registry.listen_addresses.push_back("unix:" + DefaultSocketPath());
+  }
   if (!options.memory.empty() &&
       !adapters::ParseByteSize(options.memory, &registry.cpu_memory_bytes)) {
     std::cerr << "pvgpud: bad --memory '" << options.memory << "' (e.g. 8G)\n";
@@ -98,7 +107,7 @@ int main(int argc, char** argv) {
                      pvgpu::DefaultSocketPath() + ")");
   app.add_option("--adapters", options.adapters,
                  "Adapters to serve, in order: a comma-separated list of KIND[:memory=SIZE]; "
-                 "kinds: cpu")
+                 "kinds: cpu, cuda (every GPU of the host's CUDA driver)")
       ->capture_default_str();
   app.add_option("--threads", options.threads,
                  "Worker threads of the cpu adapters (0: one per CPU)")
@@ -107,6 +116,11 @@ int main(int argc, char** argv) {
                  "Device memory each cpu adapter offers, e.g. 8G (default: half of RAM)");
   app.add_option("--quota", options.quota,
                  "Device memory each guest session may hold, e.g. 512M (default: no quota)");
+  app.add_option("--cuda-driver", options.cuda_driver,
+                 "libcuda.so.1 for the cuda adapters (default: the system's, never pvgpu's own; "
+                 "pvgpu's own is accepted here to chain to the pvgpud named by PVGPU_HOST)");
+  app.add_option("--nvml", options.nvml,
+                 "libnvidia-ml.so.1 for the cuda adapters' utilization (default: the system's)");
   app.add_option("--ready-fd", options.ready_fd,
                  "Write \"ready\" to this descriptor once listening, then close it");
   app.add_option("--log-file", options.log_file, "Append logs to FILE instead of stderr");

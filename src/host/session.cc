@@ -68,6 +68,8 @@ void Session::Run() {
       log::Write(log::Level::kTrace, os.str());
     }
     Code result = Code::kOk;
+    touched_ctx_ = 0;
+    settled_ = false;
     switch (protocol::Dispatch(*this, current_.op, body, &result)) {
       case protocol::DecodeError::kNone:
         break;
@@ -83,7 +85,7 @@ void Session::Run() {
         break;
     }
     if (fatal_) break;
-    endpoint_->PublishFence(current_.seq);
+    SettleCurrent();
   }
   if (said_goodbye_) end_reason = "guest said goodbye";
   if (stop_.load()) end_reason = "host shutting down";
@@ -120,7 +122,51 @@ Session::ContextState* Session::FindContext(uint64_t handle) {
     Fatal("unknown context handle " + std::to_string(handle));
     return nullptr;
   }
+  touched_ctx_ = handle;
   return it->second.get();
+}
+
+void Session::SettleCurrent() {
+  if (settled_) return;
+  settled_ = true;
+  const uint64_t seq = current_.seq;
+  adapters::Context* async = nullptr;
+  if (auto it = contexts_.find(touched_ctx_); it != contexts_.end() && it->second->impl &&
+                                              it->second->impl->asynchronous()) {
+    async = it->second->impl.get();
+  }
+  {
+    std::lock_guard<std::mutex> lock(fence_mutex_);
+    executed_ = seq;
+    if (async != nullptr) {
+      in_flight_.insert(seq);
+    } else {
+      PublishFenceLocked();
+    }
+  }
+  // Outside the lock: the adapter may call back at once, on this thread.
+  if (async != nullptr) async->NotifyWhenDone([this, seq] { CompleteSeq(seq); });
+}
+
+void Session::CompleteSeq(uint64_t seq) {
+  std::lock_guard<std::mutex> lock(fence_mutex_);
+  in_flight_.erase(seq);
+  PublishFenceLocked();
+}
+
+void Session::PublishFenceLocked() {
+  // Published under the lock so that two threads never store the fence out of order.
+  const uint64_t done = in_flight_.empty() ? executed_ : *in_flight_.begin() - 1;
+  if (done > published_) {
+    published_ = done;
+    endpoint_->PublishFence(done);
+  }
+}
+
+void Session::SynchronizeAdapter(ContextState& ctx) {
+  if (!ctx.impl || !ctx.impl->asynchronous() || ctx.sticky != Code::kOk) return;
+  Status synced = ctx.impl->Synchronize();
+  if (!synced.ok()) RecordFault(ctx, synced, "asynchronous work");
 }
 
 bool Session::InAllocation(const ContextState& ctx, uint64_t address, uint64_t size) const {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -73,6 +74,9 @@ class Session {
   struct Event {
     bool recorded = false;
     int64_t timestamp_ns = 0;
+    // Asynchronous adapters: set when the work before the record has completed (an adapter
+    // thread writes it, hence shared and atomic); timestamp_ns is only the submission time.
+    std::shared_ptr<std::atomic<int64_t>> completed_ns;
   };
   struct ContextState {
     uint32_t device = 0;  // index in policy_.adapters
@@ -132,6 +136,27 @@ class Session {
   void SendRaw(const protocol::MessageHeader& header, std::span<const uint8_t> fixed,
                std::span<const uint8_t> payload);
 
+  // The deferred completion fence (asynchronous adapters). The shared fence means "every
+  // message up to N is done". Work on an asynchronous context completes after its message was
+  // executed, on an adapter thread, and contexts complete out of order; so the seqs still in
+  // flight are kept, and the fence published is the highest seq below all of them (monotonic).
+  //
+  // Ends the current message: its seq is done now, or, when it named an asynchronous context,
+  // once the work submitted so far on that context completes. Once per message (SendReply
+  // calls it before replying, the loop after executing).
+  void SettleCurrent();
+  // A deferred seq's work is done (any thread).
+  void CompleteSeq(uint64_t seq);
+  void PublishFenceLocked();  // fence_mutex_ held
+  // Waits for an asynchronous context's work; its faults become the context's errors.
+  void SynchronizeAdapter(ContextState& ctx);
+  uint64_t touched_ctx_ = 0;  // the context the current message named (set by FindContext)
+  bool settled_ = false;
+  std::mutex fence_mutex_;
+  std::set<uint64_t> in_flight_;  // guarded by fence_mutex_, as are the two below
+  uint64_t executed_ = 0;
+  uint64_t published_ = 0;
+
   const uint32_t id_;
   std::unique_ptr<transport::Endpoint> endpoint_;
   const SessionPolicy policy_;
@@ -171,8 +196,9 @@ void Session::SendReply(const Reply& reply, std::span<const uint8_t> payload) {
   header.op = current_.op;
   header.flags = protocol::kFlagReply;
   header.seq = current_.seq;
-  // The fence covers this message too, so the guest sees it done when the reply arrives.
-  endpoint_->PublishFence(current_.seq);
+  // The fence covers this message too, so the guest sees it done when the reply arrives
+  // (deferred until its work completes when it ran on an asynchronous adapter).
+  SettleCurrent();
   SendRaw(header, {reinterpret_cast<const uint8_t*>(&reply), sizeof(reply)}, payload);
   replied_ = true;
 }

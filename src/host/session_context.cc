@@ -113,7 +113,9 @@ Code Session::Execute(const CtxDestroyRequest& request, std::span<const uint8_t>
 Code Session::Execute(const CtxSynchronizeRequest& request, std::span<const uint8_t>) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr) return Code::kInvalidContext;
-  // Work runs in submission order, so everything before this message is done.
+  // Work runs in submission order, so everything before this message is done (once an
+  // asynchronous adapter has been waited for; its faults surface here, as in CUDA).
+  SynchronizeAdapter(*ctx);
   if (ctx->sticky != Code::kOk) return ctx->sticky;
   const Code pending = ctx->pending;
   ctx->pending = Code::kOk;

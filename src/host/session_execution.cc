@@ -135,6 +135,8 @@ Code Session::Execute(const StreamDestroyRequest& request, std::span<const uint8
 Code Session::Execute(const StreamSynchronizeRequest& request, std::span<const uint8_t>) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
+  // One stream per context on the adapters: waiting for it waits for this stream too.
+  SynchronizeAdapter(*ctx);
   if (ctx->sticky != Code::kOk) return ctx->sticky;
   const Code pending = ctx->pending;
   ctx->pending = Code::kOk;
@@ -164,6 +166,13 @@ Code Session::Execute(const EventRecordRequest& request, std::span<const uint8_t
   if (it == ctx->events.end()) return Fatal("EventRecord: unknown event handle");
   it->second.recorded = true;
   it->second.timestamp_ns = NowNs();
+  it->second.completed_ns.reset();
+  if (ctx->impl->asynchronous()) {
+    // The event's time is when the work before it completed, as on a GPU.
+    auto completed = std::make_shared<std::atomic<int64_t>>(0);
+    it->second.completed_ns = completed;
+    ctx->impl->NotifyWhenDone([completed] { completed->store(NowNs()); });
+  }
   return Code::kOk;
 }
 
@@ -176,10 +185,15 @@ Code Session::Execute(const EventElapsedTimeRequest& request, std::span<const ui
     return Fatal("EventElapsedTime: unknown event handle");
   }
   if (!start->second.recorded || !end->second.recorded) return Code::kInvalidHandle;
+  int64_t start_ns = start->second.timestamp_ns, end_ns = end->second.timestamp_ns;
+  if (start->second.completed_ns && end->second.completed_ns) {
+    SynchronizeAdapter(*ctx);  // both events complete, their callbacks run
+    start_ns = start->second.completed_ns->load();
+    end_ns = end->second.completed_ns->load();
+  }
   EventElapsedTimeReply reply;
   reply.result = 0;
-  reply.milliseconds =
-      static_cast<float>(end->second.timestamp_ns - start->second.timestamp_ns) / 1e6f;
+  reply.milliseconds = static_cast<float>(end_ns - start_ns) / 1e6f;
   SendReply(reply);
   return Code::kOk;
 }

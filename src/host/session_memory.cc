@@ -75,7 +75,11 @@ Code Session::Execute(const MemcpyDtoHRequest& request, std::span<const uint8_t>
   if (!InAllocation(*ctx, request.src, request.size)) return Code::kInvalidValue;
   std::vector<uint8_t> data(request.size);
   Status status = ctx->impl->Read(request.src, data);
-  if (!status.ok()) return status.code();
+  if (!status.ok()) {
+    // An asynchronous adapter reports an earlier kernel's fault here: it poisons the context.
+    if (IsStickyError(status.code())) RecordFault(*ctx, status, "asynchronous work");
+    return status.code();
+  }
   MemcpyDtoHReply reply;
   reply.result = 0;
   SendReply(reply, data);

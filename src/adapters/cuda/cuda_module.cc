@@ -1,0 +1,196 @@
+// Modules on the real driver: the guest's image goes to cuModuleLoadDataEx unchanged; the
+// description the guest needs (kernel names and parameter layouts, global names) comes from
+// the driver where it can tell (cuFuncGetParamInfo, CUDA 12.4+), else from the image's PTX.
+#include <cstring>
+#include <limits>
+
+#include "adapters/cuda/cuda_context.h"
+#include "common/log.h"
+#include "fatbin/fatbin.h"
+#include "ptx/ptx.h"
+
+namespace pvgpu::adapters::cuda {
+namespace {
+
+constexpr size_t kLogBytes = 64 << 10;
+
+class CudaModule final : public Module {
+ public:
+  CudaModule(CudaContext* context, CUmodule module) : context_(context), module_(module) {}
+  ~CudaModule() override {
+    ScopedContext current(context_->driver().api(), context_->context());
+    // Kernels still queued may use the module's code and globals.
+    context_->WaitIdle();
+    context_->driver().api().cuModuleUnload(module_);
+    context_->AddUsed(-static_cast<int64_t>(global_bytes_));
+  }
+  const std::vector<KernelInfo>& kernels() const override { return kernels_; }
+  const std::vector<GlobalInfo>& globals() const override { return globals_; }
+
+  CudaContext* context_;
+  CUmodule module_;
+  std::vector<KernelInfo> kernels_;
+  std::vector<CUfunction> functions_;
+  std::vector<GlobalInfo> globals_;
+  uint64_t global_bytes_ = 0;
+};
+
+void FillAttributes(const DriverApi& api, CUfunction function, KernelInfo* info) {
+  auto get = [&](CUfunction_attribute attribute) -> uint32_t {
+    int value = 0;
+    return api.cuFuncGetAttribute(&value, attribute, function) == CUDA_SUCCESS && value > 0
+               ? static_cast<uint32_t>(value)
+               : 0;
+  };
+  info->num_regs = get(CU_FUNC_ATTRIBUTE_NUM_REGS);
+  info->shared_bytes = get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+  info->local_bytes = get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
+  info->max_threads_per_block = get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+}
+
+// The driver's own description; kNotSupported when it lacks the CUDA 12.4 calls.
+Status DescribeWithDriver(const Driver& driver, CudaModule* module) {
+  const DriverApi& api = driver.api();
+  if (api.cuModuleGetFunctionCount == nullptr || api.cuModuleEnumerateFunctions == nullptr ||
+      api.cuFuncGetName == nullptr || api.cuFuncGetParamInfo == nullptr) {
+    return Error(Code::kNotSupported, "driver older than CUDA 12.4");
+  }
+  unsigned int count = 0;
+  PVGPU_TRY(driver.Check(api.cuModuleGetFunctionCount(&count, module->module_),
+                         "cuModuleGetFunctionCount"));
+  std::vector<CUfunction> functions(count);
+  if (count > 0) {
+    PVGPU_TRY(driver.Check(api.cuModuleEnumerateFunctions(functions.data(), count, module->module_),
+                           "cuModuleEnumerateFunctions"));
+  }
+  std::vector<KernelInfo> kernels;
+  for (CUfunction function : functions) {
+    KernelInfo info;
+    const char* name = nullptr;
+    PVGPU_TRY(driver.Check(api.cuFuncGetName(&name, function), "cuFuncGetName"));
+    info.name = name != nullptr ? name : "";
+    for (size_t index = 0;; ++index) {
+      size_t offset = 0, size = 0;
+      const CUresult r = api.cuFuncGetParamInfo(function, index, &offset, &size);
+      if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+      PVGPU_TRY(driver.Check(r, "cuFuncGetParamInfo"));
+      info.param_offsets.push_back(static_cast<uint32_t>(offset));
+      info.param_sizes.push_back(static_cast<uint32_t>(size));
+      info.param_bytes = std::max<uint32_t>(info.param_bytes, offset + size);
+    }
+    FillAttributes(api, function, &info);
+    kernels.push_back(std::move(info));
+  }
+  module->kernels_ = std::move(kernels);
+  module->functions_ = std::move(functions);
+  return Status::Ok();
+}
+
+// The layout from the PTX text, through pvgpu's own PTX front end.
+Status DescribeWithPtx(const Driver& driver, const ptx::Program& program, CudaModule* module) {
+  const DriverApi& api = driver.api();
+  for (const auto& k : program.kernels()) {
+    CUfunction function = nullptr;
+    PVGPU_TRY(driver.Check(api.cuModuleGetFunction(&function, module->module_, k.name.c_str()),
+                           "cuModuleGetFunction"));
+    KernelInfo info;
+    info.name = k.name;
+    for (const auto& p : k.params) {
+      info.param_offsets.push_back(p.offset);
+      info.param_sizes.push_back(p.size);
+    }
+    info.param_bytes = k.param_bytes;
+    FillAttributes(api, function, &info);
+    module->kernels_.push_back(std::move(info));
+    module->functions_.push_back(function);
+  }
+  return Status::Ok();
+}
+
+void CopyLog(const std::vector<char>& buffer, std::string* log) {
+  if (log != nullptr) log->assign(buffer.data(), strnlen(buffer.data(), buffer.size()));
+}
+
+}  // namespace
+
+CUfunction ModuleFunction(const Module& module, uint32_t index) {
+  return static_cast<const CudaModule&>(module).functions_.at(index);
+}
+
+StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compute_capability,
+                                                 ImageKind kind, std::span<const uint8_t> image,
+                                                 std::string* error_log, std::string* info_log) {
+  const Driver& driver = context.driver();
+  const DriverApi& api = driver.api();
+  // The driver reads PTX up to a NUL and binary images from their headers; an 8-byte aligned
+  // private copy serves both, whatever the guest's payload alignment was.
+  std::vector<uint64_t> copy(image.size() / 8 + 1, 0);
+  std::memcpy(copy.data(), image.data(), image.size());
+
+  std::vector<char> errors(kLogBytes, '\0'), infos(kLogBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}), infos.data(),
+                    reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
+  CUmodule handle = nullptr;
+  const CUresult loaded = api.cuModuleLoadDataEx(&handle, copy.data(), 4, options, values);
+  CopyLog(errors, error_log);
+  CopyLog(infos, info_log);
+  PVGPU_TRY(driver.Check(loaded, "cuModuleLoadDataEx"));
+  auto module = std::make_unique<CudaModule>(&context, handle);
+
+  // PTX of the image, when it has any: the PTX itself, or a fatbin's PTX for this GPU.
+  std::string ptx_text;
+  if (kind == ImageKind::kPtx) {
+    ptx_text.assign(reinterpret_cast<const char*>(copy.data()));
+  } else if (kind == ImageKind::kFatbin) {
+    if (auto extracted = fatbin::ExtractPtx(image, compute_capability); extracted.ok()) {
+      ptx_text = std::move(*extracted);
+    }
+  }
+  std::shared_ptr<const ptx::Program> program;
+  if (!ptx_text.empty()) {
+    auto parsed = ptx::LoadProgram(ptx_text);
+    if (parsed.ok()) {
+      program = std::move(parsed).value();
+    } else {
+      PVGPU_DEBUG("cuda adapter: pvgpu's PTX front end cannot read this module's PTX ("
+                  << parsed.status().message() << "); using the driver's description only");
+    }
+  }
+
+  Status described = DescribeWithDriver(driver, module.get());
+  if (described.code() == Code::kNotSupported) {
+    module->kernels_.clear();
+    module->functions_.clear();
+    if (program) {
+      described = DescribeWithPtx(driver, *program, module.get());
+    } else {
+      described = Error(Code::kNotSupported,
+                        "cannot describe this module's kernels: the driver lacks "
+                        "cuFuncGetParamInfo (CUDA 12.4) and the image carries no PTX pvgpu can "
+                        "read; build with PTX or update the host's driver");
+    }
+  }
+  if (!described.ok()) {
+    if (error_log != nullptr && error_log->empty()) *error_log = described.message();
+    return described;  // the module's destructor unloads it
+  }
+
+  // Globals by name: only PTX names them (the driver cannot enumerate a module's globals).
+  if (program) {
+    for (const auto& g : program->globals()) {
+      CUdeviceptr dptr = 0;
+      size_t size = 0;
+      if (api.cuModuleGetGlobal(&dptr, &size, handle, g.name.c_str()) != CUDA_SUCCESS) continue;
+      module->globals_.push_back({g.name, static_cast<uint64_t>(dptr), size});
+      module->global_bytes_ += size;
+    }
+  } else if (kind != ImageKind::kPtx) {
+    PVGPU_DEBUG("cuda adapter: module without PTX: its globals are not offered to the guest");
+  }
+  context.AddUsed(static_cast<int64_t>(module->global_bytes_));
+  return std::unique_ptr<Module>(std::move(module));
+}
+
+}  // namespace pvgpu::adapters::cuda
