@@ -12,39 +12,39 @@ enum class Space : uint8_t { kNone, kReg, kGlobal, kConst, kShared, kLocal, kPar
 
 struct Operand {
   enum class Kind : uint8_t {
-    kReg,        // %r1 (or a predicate), possibly with '!' (neg)
-    kSymbol,     // a name that is not a register: label, variable, function
-    kInt,        // integer immediate (bits in `value`)
-    kF32,        // 0f... or decimal float used as f32 (bits in `value`)
-    kF64,        // 0d... or decimal float (bits in `value`)
-    kAddress,    // [base+offset]; base is `name` (register or symbol) or empty for [imm]
-    kVector,     // {a, b, ...}
-    kPair,       // a|b (shfl/setp second destination)
-    kSink,       // '_'
+    kReg,      // %r1 (or a predicate), possibly with '!' (neg)
+    kSymbol,   // a name that is not a register: label, variable, function
+    kInt,      // integer immediate (bits in `value`)
+    kF32,      // 0f... or decimal float used as f32 (bits in `value`)
+    kF64,      // 0d... or decimal float (bits in `value`)
+    kAddress,  // [base+offset]; base is `name` (register or symbol) or empty for [imm]
+    kVector,   // {a, b, ...}
+    kPair,     // a|b (shfl/setp second destination)
+    kSink,     // '_'
   };
   Kind kind = Kind::kInt;
-  bool neg = false;          // !%p
-  std::string name;          // register / symbol / address base
-  int64_t offset = 0;        // address offset
-  uint64_t value = 0;        // immediate bits
+  bool neg = false;            // !%p
+  std::string name;            // register / symbol / address base
+  int64_t offset = 0;          // address offset
+  uint64_t value = 0;          // immediate bits
   bool decimal_float = false;  // written as 1.5 (type decided by the instruction)
   std::vector<Operand> elems;  // vector or pair elements
   int line = 0, col = 0;
 };
 
 struct Instruction {
-  std::string guard;   // predicate register or empty
+  std::string guard;  // predicate register or empty
   bool guard_neg = false;
-  std::string opcode;  // "add"
+  std::string opcode;             // "add"
   std::vector<std::string> mods;  // ".s32", ".rn" ... (with dots)
   std::vector<Operand> ops;
   int line = 0, col = 0;
-  std::string text;    // opcode with modifiers, for messages
+  std::string text;  // opcode with modifiers, for messages
 };
 
 struct VarDecl {
   Space space = Space::kNone;
-  std::string type;  // ".b32", ".u64", ".pred", ".f32" ...
+  std::string type;    // ".b32", ".u64", ".pred", ".f32" ...
   uint32_t align = 0;  // 0: natural
   std::string name;
   bool is_range = false;  // %r<N>

@@ -66,7 +66,8 @@ TEST_P(WarpCorpusTest, Votes) {
     for (int l = 0; l < 32; ++l) {
       int t = w * 32 + l;
       uint32_t match = 0;
-      for (int j = 0; j < 32; ++j) match |= static_cast<uint32_t>((in[w * 32 + j] & 3) == (in[t] & 3)) << j;
+      for (int j = 0; j < 32; ++j)
+        match |= static_cast<uint32_t>((in[w * 32 + j] & 3) == (in[t] & 3)) << j;
       EXPECT_EQ(out[5 * t], ballot);
       EXPECT_EQ(out[5 * t + 1], 1u);
       EXPECT_EQ(out[5 * t + 2], any42 ? 1u : 0u);
@@ -116,8 +117,8 @@ TEST_P(BlockCorpusTest, SyncthreadsCountAndOr) {
   auto& r = Load("block");
   std::vector<int> in(3 * 96);
   for (int i = 0; i < 96; ++i) in[i] = i % 3 == 0 ? 1 : -1;  // block 0: 32 positive
-  for (int i = 96; i < 192; ++i) in[i] = 1;                    // block 1: all positive
-  for (int i = 192; i < 288; ++i) in[i] = i == 250 ? 5 : 0;    // block 2: one 5
+  for (int i = 96; i < 192; ++i) in[i] = 1;                  // block 1: all positive
+  for (int i = 192; i < 288; ++i) in[i] = i == 250 ? 5 : 0;  // block 2: one 5
   uint64_t din = r.mem().Upload(in), dout = r.mem().Alloc(9 * 4);
   ASSERT_TRUE(r.Launch("sync_counts", {3, 1, 1}, {96, 1, 1}, {din, dout}).ok());
   auto out = r.mem().Download<int>(dout, 9);
@@ -200,7 +201,8 @@ TEST_P(BlockCorpusTest, Nbody) {
   for (int i = 0; i < n; ++i) {
     double ax = 0, ay = 0, az = 0;
     for (int j = 0; j < n; ++j) {
-      double dx = pos[4 * j] - pos[4 * i], dy = pos[4 * j + 1] - pos[4 * i + 1], dz = pos[4 * j + 2] - pos[4 * i + 2];
+      double dx = pos[4 * j] - pos[4 * i], dy = pos[4 * j + 1] - pos[4 * i + 1],
+             dz = pos[4 * j + 2] - pos[4 * i + 2];
       double r2 = dx * dx + dy * dy + dz * dz + 0.01;
       double s = pos[4 * j + 3] / (r2 * std::sqrt(r2));
       ax += dx * s, ay += dy * s, az += dz * s;

@@ -15,9 +15,11 @@ TEST_P(MiscCorpusTest, Printf) {
   const char text[] = "hello";
   uint64_t ds = r.mem().Upload(std::vector<char>(text, text + sizeof(text)));
   ASSERT_TRUE(r.Launch("printer", {1, 1, 1}, {32, 1, 1}, {-42, 2.5f, ds}).ok());
-  EXPECT_EQ(r.printed(),
-            "t0 x=-42 f=2.500 e=2.500000e+00 s=hello u=4294967254 hex=ffffffd6 c=A ll=-42000000000 p=%\n"
-            "t1 x=-42 f=2.500 e=2.500000e+00 s=hello u=4294967254 hex=ffffffd6 c=B ll=-42000000000 p=%\n");
+  EXPECT_EQ(
+      r.printed(),
+      "t0 x=-42 f=2.500 e=2.500000e+00 s=hello u=4294967254 hex=ffffffd6 c=A ll=-42000000000 p=%\n"
+      "t1 x=-42 f=2.500 e=2.500000e+00 s=hello u=4294967254 hex=ffffffd6 c=B ll=-42000000000 "
+      "p=%\n");
 }
 
 TEST_P(MiscCorpusTest, AssertFails) {
@@ -28,7 +30,8 @@ TEST_P(MiscCorpusTest, AssertFails) {
   std::string out = r.printed();
   EXPECT_NE(out.find("misc.cu:"), std::string::npos) << out;
   EXPECT_NE(out.find("block: ["), std::string::npos) << out;
-  EXPECT_NE(out.find("thread: [40,0,0] Assertion `threadIdx.x < limit` failed."), std::string::npos) << out;
+  EXPECT_NE(out.find("thread: [40,0,0] Assertion `threadIdx.x < limit` failed."), std::string::npos)
+      << out;
 }
 
 TEST_P(MiscCorpusTest, TrapIsLaunchFailed) {
@@ -126,7 +129,8 @@ TEST_P(MiscCorpusTest, ModuleGlobalsAndConstants) {
   auto out = r.mem().Download<float>(dout, n);
   const int table[8] = {3, 1, 4, 1, 5, 9, 2, 6};
   const float scale[2] = {0.5f, 4.0f};
-  for (int t = 0; t < n; ++t) EXPECT_EQ(out[t], table[t & 7] * scale[t & 1] + table[2 + (t & 1)]) << t;
+  for (int t = 0; t < n; ++t)
+    EXPECT_EQ(out[t], table[t & 7] * scale[t & 1] + table[2 + (t & 1)]) << t;
   uint64_t counter = r.GlobalAddress("g_counter");
   ASSERT_NE(counter, 0u);
   EXPECT_EQ(r.mem().Download<int>(counter, 1)[0], n);

@@ -77,8 +77,9 @@ bool ExecTernary(const Inst& in, Warp& w, uint32_t m) {
     }
   }
   ForLanes(m, [&](int i) {
-    StoreReg<D>(r, in.a[0], i,
-                Op::Apply(LoadReg<S>(r, in.a[1], i), LoadReg<S>(r, in.a[2], i), LoadReg<S>(r, in.a[3], i)));
+    StoreReg<D>(
+        r, in.a[0], i,
+        Op::Apply(LoadReg<S>(r, in.a[1], i), LoadReg<S>(r, in.a[2], i), LoadReg<S>(r, in.a[3], i)));
   });
   return false;
 }

@@ -16,7 +16,7 @@ void RunWarp(Warp& w);
 
 namespace {
 
-constexpr uint64_t kMaxLocalPerBlock = uint64_t{256} << 20;
+constexpr uint64_t kMaxLocalPerBlock = uint64_t{64} << 20;
 
 struct Job {
   LaunchCtx* ctx = nullptr;
@@ -48,8 +48,9 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
   const Dim3& g = L.config.grid;
   const Dim3& bd = L.config.block;
   Block block;
-  block.ctaid = Dim3{static_cast<uint32_t>(linear % g.x), static_cast<uint32_t>((linear / g.x) % g.y),
-                     static_cast<uint32_t>(linear / (uint64_t{g.x} * g.y))};
+  block.ctaid =
+      Dim3{static_cast<uint32_t>(linear % g.x), static_cast<uint32_t>((linear / g.x) % g.y),
+           static_cast<uint32_t>(linear / (uint64_t{g.x} * g.y))};
   const uint32_t nthreads = static_cast<uint32_t>(bd.Count());
   const uint32_t nwarps = L.num_warps;
   block.shared_size = L.shared_bytes;
@@ -93,7 +94,9 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
       w.stack[i].clear();
     }
     const SpecialSlots& sp = img.sp;
-    auto put = [&](uint32_t off, int lane, uint32_t v) { StoreReg<uint32_t>(w.regs, off, lane, v); };
+    auto put = [&](uint32_t off, int lane, uint32_t v) {
+      StoreReg<uint32_t>(w.regs, off, lane, v);
+    };
     for (int i = 0; i < 32; ++i) {
       put(sp.ctaid[0], i, block.ctaid.x);
       put(sp.ctaid[1], i, block.ctaid.y);
@@ -142,8 +145,8 @@ void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
     }
     if (all_done) return;
     if (!progress) {
-      L.Fail(Status(Code::kLaunchFailed,
-                    "barrier deadlock in kernel " + img.name + ": every live warp waits at a barrier"));
+      L.Fail(Status(Code::kLaunchFailed, "barrier deadlock in kernel " + img.name +
+                                             ": every live warp waits at a barrier"));
       return;
     }
   }
@@ -194,7 +197,8 @@ struct Executor::Impl {
 
 Executor::Executor(unsigned threads) : impl_(std::make_unique<Impl>()) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < threads; ++i) impl_->workers.emplace_back([this, i] { impl_->Worker(i); });
+  for (unsigned i = 0; i < threads; ++i)
+    impl_->workers.emplace_back([this, i] { impl_->Worker(i); });
 }
 
 Executor::~Executor() {
@@ -208,8 +212,9 @@ Executor::~Executor() {
 
 unsigned Executor::threads() const { return static_cast<unsigned>(impl_->workers.size()); }
 
-Status Executor::Launch(const Program& program, const KernelInfo& kernel, const LaunchConfig& config,
-                        std::span<const uint8_t> params, const LaunchEnv& env) {
+Status Executor::Launch(const Program& program, const KernelInfo& kernel,
+                        const LaunchConfig& config, std::span<const uint8_t> params,
+                        const LaunchEnv& env) {
   const auto* prog = dynamic_cast<const ProgramImpl*>(&program);
   if (!prog) return Error(Code::kInvalidValue, "program was not loaded by LoadProgram");
   const KernelImage* img = prog->ImageFor(kernel);
@@ -219,9 +224,10 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel, const 
   if (b.x == 0 || b.y == 0 || b.z == 0 || g.x == 0 || g.y == 0 || g.z == 0)
     return Error(Code::kInvalidValue, "empty grid or block");
   if (b.z > 64 || b.Count() > kMaxThreadsPerBlock || b.Count() > kernel.max_threads_per_block)
-    return Error(Code::kInvalidValue, "block of " + std::to_string(b.Count()) +
-                                          " threads exceeds the kernel's limit");
-  if (kernel.reqntid.x && (b.x != kernel.reqntid.x || b.y != kernel.reqntid.y || b.z != kernel.reqntid.z))
+    return Error(Code::kInvalidValue,
+                 "block of " + std::to_string(b.Count()) + " threads exceeds the kernel's limit");
+  if (kernel.reqntid.x &&
+      (b.x != kernel.reqntid.x || b.y != kernel.reqntid.y || b.z != kernel.reqntid.z))
     return Error(Code::kInvalidValue, "block shape does not match .reqntid");
   if (g.x > 0x7FFFFFFFu || g.y > 65535 || g.z > 65535)
     return Error(Code::kInvalidValue, "grid too large");
@@ -250,13 +256,14 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel, const 
       v = img->static_shared + static_cast<uint64_t>(lc.addend);
     } else {
       if (lc.global < 0 || static_cast<size_t>(lc.global) >= env.global_addresses.size())
-        return Error(Code::kInvalidValue, "missing device address for global " +
-                                              std::to_string(lc.global));
+        return Error(Code::kInvalidValue,
+                     "missing device address for global " + std::to_string(lc.global));
       v = env.global_addresses[lc.global] + static_cast<uint64_t>(lc.addend);
     }
     uint8_t* p = L.reg_template.data() + lc.reg;
     for (int i = 0; i < 32; ++i) {
-      if (lc.wide) std::memcpy(p + 8 * i, &v, 8);
+      if (lc.wide)
+        std::memcpy(p + 8 * i, &v, 8);
       else {
         uint32_t v32 = static_cast<uint32_t>(v);
         std::memcpy(p + 4 * i, &v32, 4);

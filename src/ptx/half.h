@@ -51,10 +51,18 @@ inline uint16_t FloatToHalf(float f, int mode = 0) {
   uint64_t q = static_cast<uint64_t>(fl);
   bool up;
   switch (mode) {
-    case 1: up = false; break;
-    case 2: up = neg && frac > 0; break;
-    case 3: up = !neg && frac > 0; break;
-    default: up = frac > 0.5 || (frac == 0.5 && (q & 1)); break;
+    case 1:
+      up = false;
+      break;
+    case 2:
+      up = neg && frac > 0;
+      break;
+    case 3:
+      up = !neg && frac > 0;
+      break;
+    default:
+      up = frac > 0.5 || (frac == 0.5 && (q & 1));
+      break;
   }
   q += up;
   // Reassemble: value = q * 2^ulp_exp.
@@ -63,7 +71,8 @@ inline uint16_t FloatToHalf(float f, int mode = 0) {
     bool to_inf = mode == 0 || (mode == 3 && !neg) || (mode == 2 && neg);
     return static_cast<uint16_t>(sign | (to_inf ? 0x7C00 : 0x7BFF));
   }
-  if (v < std::ldexp(1.0, -14)) return static_cast<uint16_t>(sign | static_cast<uint16_t>(q));  // subnormal
+  if (v < std::ldexp(1.0, -14))
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(q));  // subnormal
   int ve;
   double vm = std::frexp(v, &ve);
   uint32_t exp = static_cast<uint32_t>(ve - 1 + 15);
@@ -71,7 +80,9 @@ inline uint16_t FloatToHalf(float f, int mode = 0) {
   return static_cast<uint16_t>(sign | (exp << 10) | man);
 }
 
-inline float Bf16ToFloat(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+inline float Bf16ToFloat(uint16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
 
 inline uint16_t FloatToBf16(float f, int mode = 0) {
   uint32_t x = std::bit_cast<uint32_t>(f);
@@ -81,10 +92,18 @@ inline uint16_t FloatToBf16(float f, int mode = 0) {
   bool neg = x >> 31;
   bool up;
   switch (mode) {
-    case 1: up = false; break;
-    case 2: up = neg && low; break;
-    case 3: up = !neg && low; break;
-    default: up = low > 0x8000 || (low == 0x8000 && (hi & 1)); break;
+    case 1:
+      up = false;
+      break;
+    case 2:
+      up = neg && low;
+      break;
+    case 3:
+      up = !neg && low;
+      break;
+    default:
+      up = low > 0x8000 || (low == 0x8000 && (hi & 1));
+      break;
   }
   return static_cast<uint16_t>(hi + up);
 }

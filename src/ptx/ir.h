@@ -34,11 +34,11 @@ struct Inst {
   ExecFn fn = nullptr;
   uint32_t guard = kNoReg;  // predicate register offset
   uint8_t guard_neg = 0;
-  uint8_t flags = 0;        // handler specific
-  uint16_t n = 0;           // handler specific (vector width, bytes...)
+  uint8_t flags = 0;  // handler specific
+  uint16_t n = 0;     // handler specific (vector width, bytes...)
   uint32_t a[6] = {kNoReg, kNoReg, kNoReg, kNoReg, kNoReg, kNoReg};  // register offsets
-  int64_t imm = 0;          // address offset or small constant
-  uint64_t aux = 0;         // handler specific (target pc, compare op, rounding ...)
+  int64_t imm = 0;   // address offset or small constant
+  uint64_t aux = 0;  // handler specific (target pc, compare op, rounding ...)
 };
 
 // Storage helpers. The pvgpu_ptx library is built with -fno-strict-aliasing because registers
@@ -63,7 +63,8 @@ template <typename T>
 inline void StoreReg(uint8_t* regs, uint32_t off, int lane, T v) {
   using S = typename RegStorage<T>::type;
   if constexpr (sizeof(T) < 4) {
-    reinterpret_cast<S*>(regs + off)[lane] = static_cast<S>(static_cast<std::make_unsigned_t<T>>(v));
+    reinterpret_cast<S*>(regs + off)[lane] =
+        static_cast<S>(static_cast<std::make_unsigned_t<T>>(v));
   } else {
     reinterpret_cast<S*>(regs + off)[lane] = v;
   }
@@ -142,8 +143,8 @@ struct KernelImage {
   std::vector<uint8_t> reg_template;  // initial register file (constants filled in)
   uint32_t reg_bytes = 0;
   SpecialSlots sp{};
-  uint32_t frame_bytes = 0;   // kernel's own frame (locals + call-site params)
-  uint32_t local_bytes = 0;   // per-thread local memory including call frames
+  uint32_t frame_bytes = 0;  // kernel's own frame (locals + call-site params)
+  uint32_t local_bytes = 0;  // per-thread local memory including call frames
   bool recursive = false;
   uint32_t static_shared = 0;
   uint32_t shared_align = 16;

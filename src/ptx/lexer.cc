@@ -67,12 +67,12 @@ StatusOr<std::vector<Token>> Tokenize(std::string_view src) {
       t.kind = TokKind::kString;
       t.text = src.substr(start + 1, i - start - 1);
       ++i;
-    } else if (c == '.' && i + 1 < n && (std::isalnum(static_cast<unsigned char>(src[i + 1])) ||
-                                         src[i + 1] == '_')) {
+    } else if (c == '.' && i + 1 < n &&
+               (std::isalnum(static_cast<unsigned char>(src[i + 1])) || src[i + 1] == '_')) {
       ++i;
       // ".shared::cta" style qualifiers stay one token.
-      while (i < n && (IsIdentChar(src[i]) ||
-                       (src[i] == ':' && i + 2 < n && src[i + 1] == ':' && IsIdentChar(src[i + 2]))))
+      while (i < n && (IsIdentChar(src[i]) || (src[i] == ':' && i + 2 < n && src[i + 1] == ':' &&
+                                               IsIdentChar(src[i + 2]))))
         i += src[i] == ':' ? 2 : 1;
       t.kind = TokKind::kDotIdent;
       t.text = src.substr(start, i - start);

@@ -1,8 +1,8 @@
 #include "ptx/lower.h"
 
 #include <algorithm>
-#include <cctype>
 #include <bit>
+#include <cctype>
 #include <cstring>
 
 #include "ptx/handlers.h"
@@ -23,14 +23,17 @@ bool ExecExtend(const Inst& in, Warp& w, uint32_t m) {
   const bool d64 = in.flags & 1, s64 = in.flags & 2, sgn = in.flags & 4;
   const unsigned bits = in.n;
   ForLanes(m, [&](int i) {
-    uint64_t v = s64 ? LoadReg<uint64_t>(w.regs, in.a[1], i) : LoadReg<uint32_t>(w.regs, in.a[1], i);
+    uint64_t v =
+        s64 ? LoadReg<uint64_t>(w.regs, in.a[1], i) : LoadReg<uint32_t>(w.regs, in.a[1], i);
     if (bits < 64) {
       uint64_t mask = (uint64_t{1} << bits) - 1;
       v &= mask;
       if (sgn && (v >> (bits - 1)) & 1) v |= ~mask;
     }
-    if (d64) StoreReg<uint64_t>(w.regs, in.a[0], i, v);
-    else StoreReg<uint32_t>(w.regs, in.a[0], i, static_cast<uint32_t>(v));
+    if (d64)
+      StoreReg<uint64_t>(w.regs, in.a[0], i, v);
+    else
+      StoreReg<uint32_t>(w.regs, in.a[0], i, static_cast<uint32_t>(v));
   });
   return false;
 }
@@ -57,13 +60,17 @@ uint64_t ConvertImmediate(const ast::Operand& o, Ty t) {
   if (t == Ty::kF32) {
     if (o.kind == K::kF32) return o.value;
     double d;
-    if (o.kind == K::kF64) std::memcpy(&d, &o.value, 8);
-    else d = static_cast<double>(static_cast<int64_t>(o.value));
+    if (o.kind == K::kF64)
+      std::memcpy(&d, &o.value, 8);
+    else
+      d = static_cast<double>(static_cast<int64_t>(o.value));
     return std::bit_cast<uint32_t>(static_cast<float>(d));
   }
   if (t == Ty::kF64) {
     if (o.kind == K::kF64) return o.value;
-    if (o.kind == K::kF32) return std::bit_cast<uint64_t>(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(o.value))));
+    if (o.kind == K::kF32)
+      return std::bit_cast<uint64_t>(
+          static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(o.value))));
     return std::bit_cast<uint64_t>(static_cast<double>(static_cast<int64_t>(o.value)));
   }
   if (o.kind == K::kF64 && o.decimal_float) {
@@ -145,7 +152,8 @@ uint32_t LowerCtx::AllocReg(char cls) {
   uint32_t size = SlotBytes(cls);
   uint32_t off = AlignUp(img_.reg_bytes, cls == 'p' ? 4 : 64);
   img_.reg_bytes = off + size;
-  if (img_.reg_template.size() < img_.reg_bytes) img_.reg_template.resize(AlignUp(img_.reg_bytes, 64));
+  if (img_.reg_template.size() < img_.reg_bytes)
+    img_.reg_template.resize(AlignUp(img_.reg_bytes, 64));
   return off;
 }
 
@@ -210,7 +218,8 @@ Status LowerCtx::NeedOps(size_t n) const {
 }
 
 const Sym* LowerCtx::Lookup(const std::string& name, uint32_t* reg_off) const {
-  auto find = [&](const std::unordered_map<std::string, Sym>& m, const std::string& key) -> const Sym* {
+  auto find = [&](const std::unordered_map<std::string, Sym>& m,
+                  const std::string& key) -> const Sym* {
     auto it = m.find(key);
     return it == m.end() ? nullptr : &it->second;
   };
@@ -288,7 +297,11 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
         in.fn = ExecReadClock;
         bool wide = o.name == "%clock64" || o.name == "%globaltimer";
         in.a[0] = Temp(wide ? 'd' : 'w');
-        in.aux = o.name == "%clock" ? 0 : o.name == "%clock64" ? 1 : o.name == "%globaltimer" ? 2 : o.name == "%globaltimer_lo" ? 3 : 4;
+        in.aux = o.name == "%clock"            ? 0
+                 : o.name == "%clock64"        ? 1
+                 : o.name == "%globaltimer"    ? 2
+                 : o.name == "%globaltimer_lo" ? 3
+                                               : 4;
         EmitUnguarded(in);
         if ((wide ? 'd' : 'w') != want) return ErrAt(o, "type mismatch for " + o.name);
         return in.a[0];
@@ -308,7 +321,8 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
         return in.a[0];
       }
       if (s->cls == want) return off;
-      if (s->cls == 'p' || want == 'p') return ErrAt(o, "predicate/register mismatch for " + o.name);
+      if (s->cls == 'p' || want == 'p')
+        return ErrAt(o, "predicate/register mismatch for " + o.name);
       Inst in;
       in.fn = ExecExtend;
       in.a[0] = Temp(want);
@@ -379,12 +393,14 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
 StatusOr<uint32_t> LowerCtx::DstOp(const ast::Operand& o, Ty t) {
   const char want = ClassOf(t);
   if (o.kind == ast::Operand::Kind::kSink) return Temp(want);
-  if ((o.kind != ast::Operand::Kind::kReg && o.kind != ast::Operand::Kind::kSymbol) || o.neg) return ErrAt(o, "expected a destination register");
+  if ((o.kind != ast::Operand::Kind::kReg && o.kind != ast::Operand::Kind::kSymbol) || o.neg)
+    return ErrAt(o, "expected a destination register");
   uint32_t off;
   const Sym* s = Lookup(o.name, &off);
   if (!s || s->kind != Sym::Kind::kReg) return ErrAt(o, "unknown register " + o.name);
   if (module_syms_.count(o.name)) return ErrAt(o, "cannot write special register " + o.name);
-  if ((s->cls == 'p') != (want == 'p')) return ErrAt(o, "predicate/register mismatch for " + o.name);
+  if ((s->cls == 'p') != (want == 'p'))
+    return ErrAt(o, "predicate/register mismatch for " + o.name);
   uint32_t tsize = TypeSize(t), rsize = TypeSize(s->ty);
   if (s->cls == want && !(want == 'w' && IsSigned(t) && tsize < rsize && tsize > 0)) return off;
   // Write to a temporary of the instruction's width, then widen or narrow into the register.

@@ -33,7 +33,7 @@ struct Addr {
 struct Sym {
   enum class Kind : uint8_t { kReg, kFrame, kKParam, kShared, kGlobal, kFunc };
   Kind kind = Kind::kReg;
-  uint32_t off = 0;   // register offset / frame offset / param offset / shared offset
+  uint32_t off = 0;  // register offset / frame offset / param offset / shared offset
   Ty ty = Ty::kNone;
   char cls = 'w';
   uint32_t count = 0;  // register range size (0: single)
@@ -76,6 +76,12 @@ class LowerCtx {
 
   // Lowers kernel function `fi` and everything it calls into img.
   Status LowerKernel(int fi);
+  // Lowers a .func body on its own (into a throwaway image) so that unsupported instructions
+  // in functions no kernel calls are still load-time errors.
+  Status ValidateFunction(int fi) {
+    in_kernel_ = false;
+    return LowerFunction(fi);
+  }
 
   // --- API for instruction families ---
   const ast::Instruction& inst() const { return *cur_; }

@@ -71,8 +71,10 @@ Status LowerCtx::DeclareLocal(const ast::VarDecl& d) {
       s.count = d.is_range ? count : 0;
       auto& fs = funcs_[cur_func_];
       for (uint32_t i = 0; i < count; ++i)
-        fs.regs.push_back({s.off + i * SlotBytes(s.cls), s.cls == 'd' ? 8u : s.cls == 'p' ? 1u : 4u});
-      if (img_.reg_bytes > (64u << 20)) return PtxErrorAt(d.line, d.col, "too many registers");
+        fs.regs.push_back({s.off + i * SlotBytes(s.cls), s.cls == 'd'   ? 8u
+                                                         : s.cls == 'p' ? 1u
+                                                                        : 4u});
+      if (img_.reg_bytes > (4u << 20)) return PtxErrorAt(d.line, d.col, "too many registers");
       scopes_.back()[d.name] = s;
       return Status::Ok();
     }
@@ -123,7 +125,8 @@ StatusOr<uint32_t> LowerCtx::AddCallSite(int callee, const std::vector<ast::Oper
     uint64_t fsize;
     uint32_t falign;
     PVGPU_TRY(VarLayout(f.params[i], &fsize, &falign));
-    site.args.push_back({from, param_offs[i], std::min<uint32_t>(size, static_cast<uint32_t>(fsize))});
+    site.args.push_back(
+        {from, param_offs[i], std::min<uint32_t>(size, static_cast<uint32_t>(fsize))});
   }
   for (size_t i = 0; i < rets.size(); ++i) {
     uint32_t size;
@@ -301,12 +304,15 @@ Status LowerCtx::LowerKernel(int fi) {
     uint64_t best = 0;
     for (const auto& pc : pending_calls_)
       if (pc.caller == f)
-        best = std::max<uint64_t>(best, img_.calls[pc.site].callee_frame + deepest(pc.callee, depth + 1));
+        best = std::max<uint64_t>(best,
+                                  img_.calls[pc.site].callee_frame + deepest(pc.callee, depth + 1));
     return best;
   };
   uint64_t local = img_.frame_bytes;
-  if (img_.recursive) local += kRecursionStackBytes;
-  else local += deepest(fi, 0);
+  if (img_.recursive)
+    local += kRecursionStackBytes;
+  else
+    local += deepest(fi, 0);
   if (local > kMaxLocalBytes)
     return Error(Code::kLaunchOutOfResources, "kernel needs too much local memory");
   img_.local_bytes = AlignUp(static_cast<uint32_t>(local), 16);

@@ -46,13 +46,19 @@ inline uint8_t* Resolve(Warp& w, int lane, uint64_t addr, uint32_t size, bool wr
   }
 }
 
-inline uint8_t* ResolveAny(Warp& w, MemSpace s, int lane, uint64_t addr, uint32_t size, bool writable) {
+inline uint8_t* ResolveAny(Warp& w, MemSpace s, int lane, uint64_t addr, uint32_t size,
+                           bool writable) {
   switch (s) {
-    case MemSpace::kGlobal: return Resolve<MemSpace::kGlobal>(w, lane, addr, size, writable);
-    case MemSpace::kShared: return Resolve<MemSpace::kShared>(w, lane, addr, size, writable);
-    case MemSpace::kLocal: return Resolve<MemSpace::kLocal>(w, lane, addr, size, writable);
-    case MemSpace::kKParam: return Resolve<MemSpace::kKParam>(w, lane, addr, size, writable);
-    default: return Resolve<MemSpace::kGeneric>(w, lane, addr, size, writable);
+    case MemSpace::kGlobal:
+      return Resolve<MemSpace::kGlobal>(w, lane, addr, size, writable);
+    case MemSpace::kShared:
+      return Resolve<MemSpace::kShared>(w, lane, addr, size, writable);
+    case MemSpace::kLocal:
+      return Resolve<MemSpace::kLocal>(w, lane, addr, size, writable);
+    case MemSpace::kKParam:
+      return Resolve<MemSpace::kKParam>(w, lane, addr, size, writable);
+    default:
+      return Resolve<MemSpace::kGeneric>(w, lane, addr, size, writable);
   }
 }
 

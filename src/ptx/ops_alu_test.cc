@@ -34,7 +34,8 @@ TEST(BitsTest, PrmtModesLop3BfeBfi) {
   cnot.b32 %r3, %r1;               st.global.u32 [%rd0+64], %r3;
   shr.s32 %r3, %r2, 40;            st.global.u32 [%rd0+68], %r3;
   shl.b32 %r3, %r2, 33;            st.global.u32 [%rd0+72], %r3;
-  )", {}, 19);
+  )",
+                      {}, 19);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.out[0], 0x88664422u);
   EXPECT_EQ(r.out[1], 0u);  // selector 8: sign of byte 0 (0x11) replicated
@@ -82,7 +83,8 @@ TEST(ArithTest, CarryChainAndSaturation) {
   st.global.u32 [%rd0+36], %r2;
   rem.u32 %r2, 7, 0;
   st.global.u32 [%rd0+40], %r2;
-  )", {}, 11);
+  )",
+                      {}, 11);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.out[0], 0u);
   EXPECT_EQ(r.out[1], 1u);
@@ -127,7 +129,8 @@ TEST(CompareTest, UnorderedAndCombiningForms) {
   st.global.u32 [%rd0+12], %r8;
   slct.u32.s32 %r9, 10, 20, -1;
   st.global.u32 [%rd0+16], %r9;
-  )", {}, 5);
+  )",
+                      {}, 5);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.out[0], 2u + 4u + 8u);
   EXPECT_EQ(r.out[1], 1u);  // p = (5>3)&p3 = 1, q = !(5>3)&p3 = 0, p7 = lo(-1,1)|!p4 = 0
@@ -153,7 +156,8 @@ TEST(ConvertTest, SaturationHalfAndBf16) {
   cvt.rzi.u32.f32 %r1, 0fC0000000; st.global.u32 [%rd0+48], %r1;
   ld.global.s8 %r3, [%rd1];        st.global.u32 [%rd0+52], %r3;
   ld.global.s16 %rd3, [%rd1];      st.global.u64 [%rd0+56], %rd3;
-  )", {0x000080F0u}, 16);
+  )",
+                      {0x000080F0u}, 16);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.out[0], 0u);
   EXPECT_EQ(r.out[1], 127u);
@@ -193,7 +197,8 @@ TEST(MathTest, DirectedRoundingTestpCopysign) {
   ex2.approx.ftz.f32 %f5, 0f40400000; st.global.f32 [%rd0+24], %f5;
   add.rm.f64 %fd1, 0d3FF0000000000000, 0d3C90000000000000;
   mov.b64 {%r20, %r21}, %fd1; st.global.u32 [%rd0+28], %r20; st.global.u32 [%rd0+32], %r21;
-  )", {}, 9);
+  )",
+                      {}, 9);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   float third = 1.0f / 3.0f;
   EXPECT_EQ(r.out[0], F2U(third) - 1);  // RN rounds 1/3 up; RZ is one ulp below
@@ -248,7 +253,8 @@ TEST(MemoryTest, VectorsPackingGenericWindowsAndParamAddress) {
   cvt.u32.u64 %r15, %rd10;
   ld.shared.u32 %r16, [%r15];
   st.global.u32 [%rd0+32], %r16;
-  )", {0x11, 0x22, 0x33, 0xAABBCCDD}, 9);
+  )",
+                      {0x11, 0x22, 0x33, 0xAABBCCDD}, 9);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.out[0], 0x22u);
   EXPECT_EQ(r.out[1], 0x11u);

@@ -16,7 +16,8 @@ struct IAdd {
   static T Apply(T a, T b) {
     if constexpr (kSat && std::is_signed_v<T>) {
       T r;
-      if (__builtin_add_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
+      if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
       return r;
     }
     return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
@@ -27,7 +28,8 @@ struct ISub {
   static T Apply(T a, T b) {
     if constexpr (kSat && std::is_signed_v<T>) {
       T r;
-      if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
+      if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
       return r;
     }
     return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
@@ -59,9 +61,9 @@ struct IMadHi {
 };
 template <typename T>
 struct Wide {
-  using type = std::conditional_t<std::is_signed_v<T>,
-                                  std::conditional_t<sizeof(T) == 2, int32_t, int64_t>,
-                                  std::conditional_t<sizeof(T) == 2, uint32_t, uint64_t>>;
+  using type =
+      std::conditional_t<std::is_signed_v<T>, std::conditional_t<sizeof(T) == 2, int32_t, int64_t>,
+                         std::conditional_t<sizeof(T) == 2, uint32_t, uint64_t>>;
 };
 template <typename T>
 struct IMulWide {
@@ -75,8 +77,9 @@ bool ExecMadWide(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
   ForLanes(m, [&](int i) {
     W p = static_cast<W>(LoadReg<T>(r, in.a[1], i)) * static_cast<W>(LoadReg<T>(r, in.a[2], i));
-    StoreReg<W>(r, in.a[0], i, static_cast<W>(static_cast<std::make_unsigned_t<W>>(p) +
-                                              static_cast<std::make_unsigned_t<W>>(LoadReg<W>(r, in.a[3], i))));
+    StoreReg<W>(r, in.a[0], i,
+                static_cast<W>(static_cast<std::make_unsigned_t<W>>(p) +
+                               static_cast<std::make_unsigned_t<W>>(LoadReg<W>(r, in.a[3], i))));
   });
   return false;
 }
@@ -98,7 +101,8 @@ struct IMad24 {
 template <typename T>
 struct ISad {
   static T Apply(T a, T b, T c) {
-    U<T> d = a > b ? static_cast<U<T>>(a) - static_cast<U<T>>(b) : static_cast<U<T>>(b) - static_cast<U<T>>(a);
+    U<T> d = a > b ? static_cast<U<T>>(a) - static_cast<U<T>>(b)
+                   : static_cast<U<T>>(b) - static_cast<U<T>>(a);
     return static_cast<T>(d + static_cast<U<T>>(c));
   }
 };
@@ -125,7 +129,8 @@ struct IRem {
 template <typename T>
 struct IAbs {
   static T Apply(T a) {
-    if constexpr (std::is_signed_v<T>) return a < 0 ? static_cast<T>(U<T>{0} - static_cast<U<T>>(a)) : a;
+    if constexpr (std::is_signed_v<T>)
+      return a < 0 ? static_cast<T>(U<T>{0} - static_cast<U<T>>(a)) : a;
     return a;
   }
 };
@@ -216,11 +221,15 @@ template <template <typename, bool, bool> class Op, int kArgs>
 ExecFn PickFloat(Ty t, bool ftz, bool sat) {
   return WithFloatType<ExecFn>(t, [&]<typename T>() -> ExecFn {
     auto pick = [&]<bool F, bool S>() -> ExecFn {
-      if constexpr (kArgs == 1) return &ExecUnary<T, T, Op<T, F, S>>;
-      else if constexpr (kArgs == 2) return &ExecBinary<T, T, Op<T, F, S>>;
-      else return &ExecTernary<T, T, Op<T, F, S>>;
+      if constexpr (kArgs == 1)
+        return &ExecUnary<T, T, Op<T, F, S>>;
+      else if constexpr (kArgs == 2)
+        return &ExecBinary<T, T, Op<T, F, S>>;
+      else
+        return &ExecTernary<T, T, Op<T, F, S>>;
     };
-    if (ftz) return sat ? pick.template operator()<true, true>() : pick.template operator()<true, false>();
+    if (ftz)
+      return sat ? pick.template operator()<true, true>() : pick.template operator()<true, false>();
     return sat ? pick.template operator()<false, true>() : pick.template operator()<false, false>();
   });
 }
@@ -233,7 +242,8 @@ bool ExecCarry(const Inst& in, Warp& w, uint32_t m) {
   uint32_t& cc = *RegPtr<uint32_t>(r, w.launch->image->sp.cc);
   uint32_t out = cc;
   ForLanes(m, [&](int i) {
-    UT a = static_cast<UT>(LoadReg<T>(r, in.a[1], i)), b = static_cast<UT>(LoadReg<T>(r, in.a[2], i));
+    UT a = static_cast<UT>(LoadReg<T>(r, in.a[1], i)),
+       b = static_cast<UT>(LoadReg<T>(r, in.a[2], i));
     UT cin = (in.flags & 1) ? ((cc >> i) & 1) : 0;
     UT res;
     bool carry;
@@ -246,7 +256,8 @@ bool ExecCarry(const Inst& in, Warp& w, uint32_t m) {
     } else {
       UT base = a + b;
       if (in.aux == 2) base = a * b;
-      if (in.aux == 3) base = static_cast<UT>(IMulHi<T>::Apply(static_cast<T>(a), static_cast<T>(b)));
+      if (in.aux == 3)
+        base = static_cast<UT>(IMulHi<T>::Apply(static_cast<T>(a), static_cast<T>(b)));
       UT addend = in.aux >= 2 ? static_cast<UT>(LoadReg<T>(r, in.a[3], i)) : 0;
       if (in.aux >= 2) {
         UT t1 = base + addend;
@@ -279,8 +290,8 @@ Status LowerCarry(LowerCtx& c, int kind, bool cin) {
   int nsrc = kind >= 2 ? 3 : 2;
   PVGPU_TRY(c.NeedOps(1 + nsrc));
   for (int i = 0; i < nsrc; ++i) {
-      PVGPU_ASSIGN_OR_RETURN(in.a[1 + i], c.Src(1 + i, t));
-    }
+    PVGPU_ASSIGN_OR_RETURN(in.a[1 + i], c.Src(1 + i, t));
+  }
   PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, t));
   c.Emit(in);
   return Status::Ok();
@@ -298,7 +309,8 @@ Status LowerAddSub(LowerCtx& c, bool sub) {
   if (IsFloat(t)) {
     Round rm = FloatRound(c);
     if (Directed(rm)) return LowerRounded(c, sub ? 's' : 'a', t, rm, c.Has(".ftz"), sat, 2);
-    fn = sub ? PickFloat<FSub, 2>(t, c.Has(".ftz"), sat) : PickFloat<FAdd, 2>(t, c.Has(".ftz"), sat);
+    fn =
+        sub ? PickFloat<FSub, 2>(t, c.Has(".ftz"), sat) : PickFloat<FAdd, 2>(t, c.Has(".ftz"), sat);
   } else {
     fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
       if (sat) return sub ? &ExecBinary<T, T, ISub<T, true>> : &ExecBinary<T, T, IAdd<T, true>>;
@@ -325,9 +337,14 @@ Status LowerMul(LowerCtx& c) {
     return LowerSimple(c, fn, t, t, 2);
   }
   if (c.Has(".wide")) {
-    Ty wt = t == Ty::kU16 ? Ty::kU32 : t == Ty::kS16 ? Ty::kS32 : t == Ty::kU32 ? Ty::kU64 : t == Ty::kS32 ? Ty::kS64 : Ty::kNone;
+    Ty wt = t == Ty::kU16   ? Ty::kU32
+            : t == Ty::kS16 ? Ty::kS32
+            : t == Ty::kU32 ? Ty::kU64
+            : t == Ty::kS32 ? Ty::kS64
+                            : Ty::kNone;
     ExecFn fn = WithIntType<ExecFn>(t, []<typename T>() -> ExecFn {
-      if constexpr (sizeof(T) == 2 || sizeof(T) == 4) return &ExecBinary<typename Wide<T>::type, T, IMulWide<T>>;
+      if constexpr (sizeof(T) == 2 || sizeof(T) == 4)
+        return &ExecBinary<typename Wide<T>::type, T, IMulWide<T>>;
       return nullptr;
     });
     if (wt == Ty::kNone) fn = nullptr;
@@ -352,7 +369,11 @@ Status LowerMad(LowerCtx& c) {
   }
   if (c.Has(".cc")) return LowerCarry(c, c.Has(".hi") ? 3 : 2, false);
   if (c.Has(".wide")) {
-    Ty wt = t == Ty::kU16 ? Ty::kU32 : t == Ty::kS16 ? Ty::kS32 : t == Ty::kU32 ? Ty::kU64 : t == Ty::kS32 ? Ty::kS64 : Ty::kNone;
+    Ty wt = t == Ty::kU16   ? Ty::kU32
+            : t == Ty::kS16 ? Ty::kS32
+            : t == Ty::kU32 ? Ty::kU64
+            : t == Ty::kS32 ? Ty::kS64
+                            : Ty::kNone;
     if (wt == Ty::kNone) return c.Unsupported();
     ExecFn fn = WithIntType<ExecFn>(t, []<typename T>() -> ExecFn {
       if constexpr (sizeof(T) == 2 || sizeof(T) == 4) return &ExecMadWide<T>;
@@ -389,8 +410,12 @@ Status LowerMul24(LowerCtx& c) {
   Ty t = c.TypeMod();
   bool hi = c.Has(".hi");
   ExecFn fn = nullptr;
-  if (t == Ty::kU32) fn = hi ? &ExecBinary<uint32_t, uint32_t, IMul24<uint32_t, true>> : &ExecBinary<uint32_t, uint32_t, IMul24<uint32_t, false>>;
-  if (t == Ty::kS32) fn = hi ? &ExecBinary<int32_t, int32_t, IMul24<int32_t, true>> : &ExecBinary<int32_t, int32_t, IMul24<int32_t, false>>;
+  if (t == Ty::kU32)
+    fn = hi ? &ExecBinary<uint32_t, uint32_t, IMul24<uint32_t, true>>
+            : &ExecBinary<uint32_t, uint32_t, IMul24<uint32_t, false>>;
+  if (t == Ty::kS32)
+    fn = hi ? &ExecBinary<int32_t, int32_t, IMul24<int32_t, true>>
+            : &ExecBinary<int32_t, int32_t, IMul24<int32_t, false>>;
   return LowerSimple(c, fn, t, t, 2);
 }
 
@@ -398,14 +423,20 @@ Status LowerMad24(LowerCtx& c) {
   Ty t = c.TypeMod();
   bool hi = c.Has(".hi");
   ExecFn fn = nullptr;
-  if (t == Ty::kU32) fn = hi ? &ExecTernary<uint32_t, uint32_t, IMad24<uint32_t, true>> : &ExecTernary<uint32_t, uint32_t, IMad24<uint32_t, false>>;
-  if (t == Ty::kS32) fn = hi ? &ExecTernary<int32_t, int32_t, IMad24<int32_t, true>> : &ExecTernary<int32_t, int32_t, IMad24<int32_t, false>>;
+  if (t == Ty::kU32)
+    fn = hi ? &ExecTernary<uint32_t, uint32_t, IMad24<uint32_t, true>>
+            : &ExecTernary<uint32_t, uint32_t, IMad24<uint32_t, false>>;
+  if (t == Ty::kS32)
+    fn = hi ? &ExecTernary<int32_t, int32_t, IMad24<int32_t, true>>
+            : &ExecTernary<int32_t, int32_t, IMad24<int32_t, false>>;
   return LowerSimple(c, fn, t, t, 3);
 }
 
 Status LowerSad(LowerCtx& c) {
   Ty t = c.TypeMod();
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecTernary<T, T, ISad<T>>; }), t, t, 3);
+  return LowerSimple(
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecTernary<T, T, ISad<T>>; }),
+      t, t, 3);
 }
 
 Status LowerDiv(LowerCtx& c) {
@@ -417,22 +448,29 @@ Status LowerDiv(LowerCtx& c) {
     ExecFn fn = PickFloat<FDiv, 2>(t, ftz, false);
     return LowerSimple(c, fn, t, t, 2);
   }
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, IDiv<T>>; }), t, t, 2);
+  return LowerSimple(
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, IDiv<T>>; }),
+      t, t, 2);
 }
 
 Status LowerRem(LowerCtx& c) {
   Ty t = c.TypeMod();
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, IRem<T>>; }), t, t, 2);
+  return LowerSimple(
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, IRem<T>>; }),
+      t, t, 2);
 }
 
 Status LowerAbsNeg(LowerCtx& c, bool neg) {
   Ty t = c.TypeMod();
   if (IsHalf(t)) return LowerHalfArith(c);
   ExecFn fn;
-  if (IsFloat(t)) fn = neg ? PickFloat<FNeg, 1>(t, c.Has(".ftz"), false) : PickFloat<FAbs, 1>(t, c.Has(".ftz"), false);
-  else fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
-    return neg ? &ExecUnary<T, T, INeg<T>> : &ExecUnary<T, T, IAbs<T>>;
-  });
+  if (IsFloat(t))
+    fn = neg ? PickFloat<FNeg, 1>(t, c.Has(".ftz"), false)
+             : PickFloat<FAbs, 1>(t, c.Has(".ftz"), false);
+  else
+    fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+      return neg ? &ExecUnary<T, T, INeg<T>> : &ExecUnary<T, T, IAbs<T>>;
+    });
   return LowerSimple(c, fn, t, t, 1);
 }
 Status LowerAbs(LowerCtx& c) { return LowerAbsNeg(c, false); }
@@ -444,7 +482,8 @@ Status LowerMinMax(LowerCtx& c, bool max) {
   ExecFn fn;
   if (IsFloat(t)) {
     bool nan = c.Has(".NaN");
-    fn = max ? PickFloat<FMax, 2>(t, c.Has(".ftz"), nan) : PickFloat<FMin, 2>(t, c.Has(".ftz"), nan);
+    fn =
+        max ? PickFloat<FMax, 2>(t, c.Has(".ftz"), nan) : PickFloat<FMin, 2>(t, c.Has(".ftz"), nan);
   } else {
     fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
       return max ? &ExecBinary<T, T, IMax<T>> : &ExecBinary<T, T, IMin<T>>;
@@ -460,9 +499,9 @@ Status LowerMax(LowerCtx& c) { return LowerMinMax(c, true); }
 
 Round RoundMod(const LowerCtx& c) {
   static const std::pair<const char*, Round> kModes[] = {
-      {".rn", Round::kRn},   {".rz", Round::kRz},   {".rm", Round::kRm},   {".rp", Round::kRp},
-      {".rni", Round::kRni}, {".rzi", Round::kRzi}, {".rmi", Round::kRmi}, {".rpi", Round::kRpi},
-      {".rna", Round::kRna}};
+      {".rn", Round::kRn},   {".rz", Round::kRz},   {".rm", Round::kRm},
+      {".rp", Round::kRp},   {".rni", Round::kRni}, {".rzi", Round::kRzi},
+      {".rmi", Round::kRmi}, {".rpi", Round::kRpi}, {".rna", Round::kRna}};
   for (const auto& [name, r] : kModes)
     if (c.Has(name)) return r;
   return Round::kNone;

@@ -30,10 +30,14 @@ T Apply(std::atomic_ref<T> ref, T b, T c) {
     T old = ref.load(std::memory_order_relaxed);
     while (true) {
       T next;
-      if constexpr (kOp == kMin) next = b < old ? b : old;
-      else if constexpr (kOp == kMax) next = b > old ? b : old;
-      else if constexpr (kOp == kInc) next = old >= b ? T(0) : T(old + 1);
-      else next = (old == 0 || old > b) ? b : T(old - 1);
+      if constexpr (kOp == kMin)
+        next = b < old ? b : old;
+      else if constexpr (kOp == kMax)
+        next = b > old ? b : old;
+      else if constexpr (kOp == kInc)
+        next = old >= b ? T(0) : T(old + 1);
+      else
+        next = (old == 0 || old > b) ? b : T(old - 1);
       if (ref.compare_exchange_weak(old, next, std::memory_order_relaxed)) return old;
     }
   }
@@ -62,21 +66,33 @@ bool ExecAtom(const Inst& in, Warp& w, uint32_t m) {
 template <MemSpace S, typename T>
 ExecFn PickOp(int op) {
   switch (op) {
-    case kAdd: return &ExecAtom<S, T, kAdd>;
-    case kMin: return &ExecAtom<S, T, kMin>;
-    case kMax: return &ExecAtom<S, T, kMax>;
-    case kExch: return &ExecAtom<S, T, kExch>;
-    case kCas: return &ExecAtom<S, T, kCas>;
-    default: break;
+    case kAdd:
+      return &ExecAtom<S, T, kAdd>;
+    case kMin:
+      return &ExecAtom<S, T, kMin>;
+    case kMax:
+      return &ExecAtom<S, T, kMax>;
+    case kExch:
+      return &ExecAtom<S, T, kExch>;
+    case kCas:
+      return &ExecAtom<S, T, kCas>;
+    default:
+      break;
   }
   if constexpr (std::is_integral_v<T>) {
     switch (op) {
-      case kInc: return &ExecAtom<S, T, kInc>;
-      case kDec: return &ExecAtom<S, T, kDec>;
-      case kAnd: return &ExecAtom<S, T, kAnd>;
-      case kOr: return &ExecAtom<S, T, kOr>;
-      case kXor: return &ExecAtom<S, T, kXor>;
-      default: break;
+      case kInc:
+        return &ExecAtom<S, T, kInc>;
+      case kDec:
+        return &ExecAtom<S, T, kDec>;
+      case kAnd:
+        return &ExecAtom<S, T, kAnd>;
+      case kOr:
+        return &ExecAtom<S, T, kOr>;
+      case kXor:
+        return &ExecAtom<S, T, kXor>;
+      default:
+        break;
     }
   }
   return nullptr;
@@ -85,34 +101,54 @@ ExecFn PickOp(int op) {
 template <MemSpace S>
 ExecFn PickType(Ty t, int op) {
   switch (t) {
-    case Ty::kB32: case Ty::kU32: return PickOp<S, uint32_t>(op);
-    case Ty::kS32: return PickOp<S, int32_t>(op);
-    case Ty::kB64: case Ty::kU64: return PickOp<S, uint64_t>(op);
-    case Ty::kS64: return PickOp<S, int64_t>(op);
-    case Ty::kF32: return (op == kAdd || op == kExch || op == kMin || op == kMax) ? PickOp<S, float>(op) : nullptr;
-    case Ty::kF64: return (op == kAdd || op == kExch) ? PickOp<S, double>(op) : nullptr;
-    default: return nullptr;
+    case Ty::kB32:
+    case Ty::kU32:
+      return PickOp<S, uint32_t>(op);
+    case Ty::kS32:
+      return PickOp<S, int32_t>(op);
+    case Ty::kB64:
+    case Ty::kU64:
+      return PickOp<S, uint64_t>(op);
+    case Ty::kS64:
+      return PickOp<S, int64_t>(op);
+    case Ty::kF32:
+      return (op == kAdd || op == kExch || op == kMin || op == kMax) ? PickOp<S, float>(op)
+                                                                     : nullptr;
+    case Ty::kF64:
+      return (op == kAdd || op == kExch) ? PickOp<S, double>(op) : nullptr;
+    default:
+      return nullptr;
   }
 }
 
 Status LowerAtomRed(LowerCtx& c, bool is_red) {
-  static const char* kNames[] = {".add", ".min", ".max", ".inc", ".dec", ".cas", ".exch", ".and", ".or", ".xor"};
+  static const char* kNames[] = {".add", ".min",  ".max", ".inc", ".dec",
+                                 ".cas", ".exch", ".and", ".or",  ".xor"};
   int op = -1;
   for (int k = 0; k < 10; ++k)
     if (c.Has(kNames[k])) op = k;
   Ty t = c.TypeMod();
   if (op < 0 || t == Ty::kNone || c.Has(".v2") || c.Has(".v4")) return c.Unsupported();
-  MemSpace space = c.Has(".global") ? MemSpace::kGlobal : c.Has(".shared") || c.Has(".shared::cta") ? MemSpace::kShared : MemSpace::kGeneric;
+  MemSpace space = c.Has(".global")                            ? MemSpace::kGlobal
+                   : c.Has(".shared") || c.Has(".shared::cta") ? MemSpace::kShared
+                                                               : MemSpace::kGeneric;
   size_t first = is_red ? 0 : 1;
   size_t nsrc = op == kCas ? 2 : 1;
   PVGPU_TRY(c.NeedOps(first + 1 + nsrc));
   PVGPU_ASSIGN_OR_RETURN(Addr a, c.Address(c.ops()[first], space));
   Inst in;
   switch (a.space) {
-    case MemSpace::kGlobal: in.fn = PickType<MemSpace::kGlobal>(t, op); break;
-    case MemSpace::kShared: in.fn = PickType<MemSpace::kShared>(t, op); break;
-    case MemSpace::kGeneric: in.fn = PickType<MemSpace::kGeneric>(t, op); break;
-    default: return c.Unsupported("atomics on this state space");
+    case MemSpace::kGlobal:
+      in.fn = PickType<MemSpace::kGlobal>(t, op);
+      break;
+    case MemSpace::kShared:
+      in.fn = PickType<MemSpace::kShared>(t, op);
+      break;
+    case MemSpace::kGeneric:
+      in.fn = PickType<MemSpace::kGeneric>(t, op);
+      break;
+    default:
+      return c.Unsupported("atomics on this state space");
   }
   if (!in.fn) return c.Unsupported();
   in.a[4] = a.base;

@@ -5,11 +5,26 @@
 namespace pvgpu::ptx {
 namespace {
 
-template <typename T> struct And { static T Apply(T a, T b) { return a & b; } };
-template <typename T> struct Or { static T Apply(T a, T b) { return a | b; } };
-template <typename T> struct Xor { static T Apply(T a, T b) { return a ^ b; } };
-template <typename T> struct Not { static T Apply(T a) { return static_cast<T>(~a); } };
-template <typename T> struct CNot { static T Apply(T a) { return a == 0 ? 1 : 0; } };
+template <typename T>
+struct And {
+  static T Apply(T a, T b) { return a & b; }
+};
+template <typename T>
+struct Or {
+  static T Apply(T a, T b) { return a | b; }
+};
+template <typename T>
+struct Xor {
+  static T Apply(T a, T b) { return a ^ b; }
+};
+template <typename T>
+struct Not {
+  static T Apply(T a) { return static_cast<T>(~a); }
+};
+template <typename T>
+struct CNot {
+  static T Apply(T a) { return a == 0 ? 1 : 0; }
+};
 
 // Predicate logic works on whole masks.
 template <int kOp>
@@ -25,26 +40,36 @@ bool ExecPredLogic(const Inst& in, Warp& w, uint32_t m) {
 Status LowerAnd(LowerCtx& c) {
   Ty t = c.TypeMod();
   if (t == Ty::kPred) return LowerSimple(c, &ExecPredLogic<0>, t, t, 2);
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, And<T>>; }), t, t, 2);
+  return LowerSimple(
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, And<T>>; }),
+      t, t, 2);
 }
 Status LowerOr(LowerCtx& c) {
   Ty t = c.TypeMod();
   if (t == Ty::kPred) return LowerSimple(c, &ExecPredLogic<1>, t, t, 2);
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, Or<T>>; }), t, t, 2);
+  return LowerSimple(
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, Or<T>>; }), t,
+      t, 2);
 }
 Status LowerXor(LowerCtx& c) {
   Ty t = c.TypeMod();
   if (t == Ty::kPred) return LowerSimple(c, &ExecPredLogic<2>, t, t, 2);
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, Xor<T>>; }), t, t, 2);
+  return LowerSimple(
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, Xor<T>>; }),
+      t, t, 2);
 }
 Status LowerNot(LowerCtx& c) {
   Ty t = c.TypeMod();
   if (t == Ty::kPred) return LowerSimple(c, &ExecPredLogic<3>, t, t, 1);
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecUnary<T, T, Not<T>>; }), t, t, 1);
+  return LowerSimple(
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecUnary<T, T, Not<T>>; }), t,
+      t, 1);
 }
 Status LowerCNot(LowerCtx& c) {
   Ty t = c.TypeMod();
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecUnary<T, T, CNot<T>>; }), t, t, 1);
+  return LowerSimple(
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecUnary<T, T, CNot<T>>; }),
+      t, t, 1);
 }
 
 // Shifts: the amount is always u32; amounts past the width give 0 (or the sign fill).
@@ -91,7 +116,8 @@ bool ExecShiftImm(const Inst& in, Warp& w, uint32_t m) {
   const uint32_t s = static_cast<uint32_t>(in.imm);
   ForLanes(m, [&](int i) {
     T a = LoadReg<T>(w.regs, in.a[1], i);
-    StoreReg<T>(w.regs, in.a[0], i, kLeft ? static_cast<T>(static_cast<UT>(a) << s) : static_cast<T>(a >> s));
+    StoreReg<T>(w.regs, in.a[0], i,
+                kLeft ? static_cast<T>(static_cast<UT>(a) << s) : static_cast<T>(a >> s));
   });
   return false;
 }
@@ -100,8 +126,8 @@ Status LowerShift(LowerCtx& c, bool left) {
   PVGPU_TRY(c.NeedOps(3));
   Ty t = c.TypeMod();
   const ast::Operand& amount = c.ops()[2];
-  if (amount.kind == ast::Operand::Kind::kInt && amount.value < TypeSize(t) * 8 && TypeSize(t) >= 4 &&
-      !(!left && IsSigned(t) && false)) {
+  if (amount.kind == ast::Operand::Kind::kInt && amount.value < TypeSize(t) * 8 &&
+      TypeSize(t) >= 4 && !(!left && IsSigned(t) && false)) {
     Inst in;
     in.fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
       return left ? &ExecShiftImm<T, true> : &ExecShiftImm<T, false>;
@@ -112,9 +138,8 @@ Status LowerShift(LowerCtx& c, bool left) {
     c.Emit(in);
     return Status::Ok();
   }
-  ExecFn fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
-    return left ? &ExecShift<T, true> : &ExecShift<T, false>;
-  });
+  ExecFn fn = WithIntType<ExecFn>(
+      t, [&]<typename T>() -> ExecFn { return left ? &ExecShift<T, true> : &ExecShift<T, false>; });
   if (!fn) return c.Unsupported();
   Inst in;
   in.fn = fn;
@@ -138,22 +163,33 @@ struct Shf {
 };
 Status LowerShf(LowerCtx& c) {
   bool left = c.Has(".l"), wrap = c.Has(".wrap");
-  ExecFn fn = left ? (wrap ? &ExecTernary<uint32_t, uint32_t, Shf<true, true>> : &ExecTernary<uint32_t, uint32_t, Shf<true, false>>)
-                   : (wrap ? &ExecTernary<uint32_t, uint32_t, Shf<false, true>> : &ExecTernary<uint32_t, uint32_t, Shf<false, false>>);
+  ExecFn fn = left ? (wrap ? &ExecTernary<uint32_t, uint32_t, Shf<true, true>>
+                           : &ExecTernary<uint32_t, uint32_t, Shf<true, false>>)
+                   : (wrap ? &ExecTernary<uint32_t, uint32_t, Shf<false, true>>
+                           : &ExecTernary<uint32_t, uint32_t, Shf<false, false>>);
   return LowerSimple(c, fn, Ty::kB32, Ty::kB32, 3);
 }
 
-template <typename T> struct Popc { static uint32_t Apply(T a) { return static_cast<uint32_t>(__builtin_popcountll(static_cast<uint64_t>(a))); } };
-template <typename T> struct Clz {
+template <typename T>
+struct Popc {
   static uint32_t Apply(T a) {
-    constexpr int kBits = sizeof(T) * 8;
-    return a == 0 ? kBits : static_cast<uint32_t>(__builtin_clzll(static_cast<uint64_t>(a)) - (64 - kBits));
+    return static_cast<uint32_t>(__builtin_popcountll(static_cast<uint64_t>(a)));
   }
 };
-template <typename T> struct Brev {
+template <typename T>
+struct Clz {
+  static uint32_t Apply(T a) {
+    constexpr int kBits = sizeof(T) * 8;
+    return a == 0 ? kBits
+                  : static_cast<uint32_t>(__builtin_clzll(static_cast<uint64_t>(a)) - (64 - kBits));
+  }
+};
+template <typename T>
+struct Brev {
   static T Apply(T a) {
     T r = 0;
-    for (size_t i = 0; i < sizeof(T) * 8; ++i) r |= static_cast<T>(((a >> i) & 1)) << (sizeof(T) * 8 - 1 - i);
+    for (size_t i = 0; i < sizeof(T) * 8; ++i)
+      r |= static_cast<T>(((a >> i) & 1)) << (sizeof(T) * 8 - 1 - i);
     return r;
   }
 };
@@ -174,11 +210,13 @@ Status LowerCount(LowerCtx& c, int which) {
   Ty t = c.TypeMod();
   bool sa = c.Has(".shiftamt");
   ExecFn fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
-    if constexpr (sizeof(T) < 4) return nullptr;
+    if constexpr (sizeof(T) < 4)
+      return nullptr;
     else {
       if (which == 0) return &ExecUnary<uint32_t, T, Popc<T>>;
       if (which == 1) return &ExecUnary<uint32_t, T, Clz<T>>;
-      return sa ? &ExecUnary<uint32_t, T, Bfind<T, true>> : &ExecUnary<uint32_t, T, Bfind<T, false>>;
+      return sa ? &ExecUnary<uint32_t, T, Bfind<T, true>>
+                : &ExecUnary<uint32_t, T, Bfind<T, false>>;
     }
   });
   return LowerSimple(c, fn, Ty::kU32, t, 1);
@@ -188,7 +226,12 @@ Status LowerClz(LowerCtx& c) { return LowerCount(c, 1); }
 Status LowerBfind(LowerCtx& c) { return LowerCount(c, 2); }
 Status LowerBrev(LowerCtx& c) {
   Ty t = c.TypeMod();
-  return LowerSimple(c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecUnary<T, T, Brev<std::make_unsigned_t<T>>>; }), t, t, 1);
+  return LowerSimple(c,
+                     WithIntType<ExecFn>(t,
+                                         []<typename T>() -> ExecFn {
+                                           return &ExecUnary<T, T, Brev<std::make_unsigned_t<T>>>;
+                                         }),
+                     t, t, 1);
 }
 
 // bfe d, a, pos, len (pos/len u32, only the low 8 bits count).
@@ -199,7 +242,8 @@ bool ExecBfe(const Inst& in, Warp& w, uint32_t m) {
   using UT = std::make_unsigned_t<T>;
   ForLanes(m, [&](int i) {
     UT a = static_cast<UT>(LoadReg<T>(r, in.a[1], i));
-    uint32_t pos = LoadReg<uint32_t>(r, in.a[2], i) & 0xFF, len = LoadReg<uint32_t>(r, in.a[3], i) & 0xFF;
+    uint32_t pos = LoadReg<uint32_t>(r, in.a[2], i) & 0xFF,
+             len = LoadReg<uint32_t>(r, in.a[3], i) & 0xFF;
     bool sbit;
     if (std::is_signed_v<T>) {
       uint32_t top = pos + len - 1;
@@ -241,7 +285,8 @@ bool ExecBfi(const Inst& in, Warp& w, uint32_t m) {
   constexpr uint32_t kBits = sizeof(T) * 8;
   ForLanes(m, [&](int i) {
     T a = LoadReg<T>(r, in.a[1], i), b = LoadReg<T>(r, in.a[2], i);
-    uint32_t pos = LoadReg<uint32_t>(r, in.a[3], i) & 0xFF, len = LoadReg<uint32_t>(r, in.a[4], i) & 0xFF;
+    uint32_t pos = LoadReg<uint32_t>(r, in.a[3], i) & 0xFF,
+             len = LoadReg<uint32_t>(r, in.a[4], i) & 0xFF;
     T v = b;
     for (uint32_t k = 0; k < len && pos + k < kBits; ++k) {
       T bit = (a >> k) & 1;
@@ -282,12 +327,39 @@ uint32_t Prmt(uint32_t a, uint32_t b, uint32_t c, int mode) {
         out |= v << (8 * k);
       }
       return out;
-    case 1: { uint32_t n = c & 3; for (int k = 0; k < 4; ++k) sel[k] = n + k; break; }
-    case 2: { uint32_t n = c & 3; for (int k = 0; k < 4; ++k) sel[k] = (n - k) & 7; break; }
-    case 3: { uint32_t n = c & 3; for (int k = 0; k < 4; ++k) sel[k] = n; break; }
-    case 4: { uint32_t n = c & 3; for (uint32_t k = 0; k < 4; ++k) sel[k] = k < n ? n : k; break; }
-    case 5: { uint32_t n = c & 3; for (uint32_t k = 0; k < 4; ++k) sel[k] = k > n ? n : k; break; }
-    default: { uint32_t n = (c & 1) * 2; sel[0] = n; sel[1] = n + 1; sel[2] = n; sel[3] = n + 1; break; }
+    case 1: {
+      uint32_t n = c & 3;
+      for (int k = 0; k < 4; ++k) sel[k] = n + k;
+      break;
+    }
+    case 2: {
+      uint32_t n = c & 3;
+      for (int k = 0; k < 4; ++k) sel[k] = (n - k) & 7;
+      break;
+    }
+    case 3: {
+      uint32_t n = c & 3;
+      for (int k = 0; k < 4; ++k) sel[k] = n;
+      break;
+    }
+    case 4: {
+      uint32_t n = c & 3;
+      for (uint32_t k = 0; k < 4; ++k) sel[k] = k < n ? n : k;
+      break;
+    }
+    case 5: {
+      uint32_t n = c & 3;
+      for (uint32_t k = 0; k < 4; ++k) sel[k] = k > n ? n : k;
+      break;
+    }
+    default: {
+      uint32_t n = (c & 1) * 2;
+      sel[0] = n;
+      sel[1] = n + 1;
+      sel[2] = n;
+      sel[3] = n + 1;
+      break;
+    }
   }
   for (int k = 0; k < 4; ++k) out |= byte(sel[k]) << (8 * k);
   return out;
@@ -301,10 +373,11 @@ Status LowerPrmt(LowerCtx& c) {
   int mode = 0;
   for (int k = 1; k < 7; ++k)
     if (c.Has(kModes[k])) mode = k;
-  ExecFn fns[] = {&ExecTernary<uint32_t, uint32_t, PrmtOp<0>>, &ExecTernary<uint32_t, uint32_t, PrmtOp<1>>,
-                  &ExecTernary<uint32_t, uint32_t, PrmtOp<2>>, &ExecTernary<uint32_t, uint32_t, PrmtOp<3>>,
-                  &ExecTernary<uint32_t, uint32_t, PrmtOp<4>>, &ExecTernary<uint32_t, uint32_t, PrmtOp<5>>,
-                  &ExecTernary<uint32_t, uint32_t, PrmtOp<6>>};
+  ExecFn fns[] = {
+      &ExecTernary<uint32_t, uint32_t, PrmtOp<0>>, &ExecTernary<uint32_t, uint32_t, PrmtOp<1>>,
+      &ExecTernary<uint32_t, uint32_t, PrmtOp<2>>, &ExecTernary<uint32_t, uint32_t, PrmtOp<3>>,
+      &ExecTernary<uint32_t, uint32_t, PrmtOp<4>>, &ExecTernary<uint32_t, uint32_t, PrmtOp<5>>,
+      &ExecTernary<uint32_t, uint32_t, PrmtOp<6>>};
   return LowerSimple(c, fns[mode], Ty::kB32, Ty::kB32, 3);
 }
 
@@ -313,7 +386,8 @@ bool ExecLop3(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
   const uint32_t lut = static_cast<uint32_t>(in.aux);
   ForLanes(m, [&](int i) {
-    uint32_t a = LoadReg<uint32_t>(r, in.a[1], i), b = LoadReg<uint32_t>(r, in.a[2], i), c = LoadReg<uint32_t>(r, in.a[3], i);
+    uint32_t a = LoadReg<uint32_t>(r, in.a[1], i), b = LoadReg<uint32_t>(r, in.a[2], i),
+             c = LoadReg<uint32_t>(r, in.a[3], i);
     uint32_t v = 0;
     for (int k = 0; k < 8; ++k) {
       if (!((lut >> k) & 1)) continue;

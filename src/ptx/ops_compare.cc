@@ -10,13 +10,30 @@ namespace pvgpu::ptx {
 namespace {
 
 enum CmpOp : int {
-  kEq, kNe, kLt, kLe, kGt, kGe, kLo, kLs, kHi, kHs,
-  kEqu, kNeu, kLtu, kLeu, kGtu, kGeu, kNum, kNan,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kLo,
+  kLs,
+  kHi,
+  kHs,
+  kEqu,
+  kNeu,
+  kLtu,
+  kLeu,
+  kGtu,
+  kGeu,
+  kNum,
+  kNan,
 };
 
 int ParseCmp(const std::string& m) {
-  static const char* kNames[] = {".eq", ".ne", ".lt", ".le", ".gt", ".ge", ".lo", ".ls", ".hi",
-                                 ".hs", ".equ", ".neu", ".ltu", ".leu", ".gtu", ".geu", ".num", ".nan"};
+  static const char* kNames[] = {".eq",  ".ne",  ".lt",  ".le",  ".gt",  ".ge",
+                                 ".lo",  ".ls",  ".hi",  ".hs",  ".equ", ".neu",
+                                 ".ltu", ".leu", ".gtu", ".geu", ".num", ".nan"};
   for (int i = 0; i < 18; ++i)
     if (m == kNames[i]) return i;
   return -1;
@@ -27,36 +44,62 @@ inline bool Compare(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     bool un = std::isnan(a) || std::isnan(b);
     switch (kOp) {
-      case kEq: return a == b;
-      case kNe: return !un && a != b;
-      case kLt: return a < b;
-      case kLe: return a <= b;
-      case kGt: return a > b;
-      case kGe: return a >= b;
-      case kEqu: return un || a == b;
-      case kNeu: return un || a != b;
-      case kLtu: return un || a < b;
-      case kLeu: return un || a <= b;
-      case kGtu: return un || a > b;
-      case kGeu: return un || a >= b;
-      case kNum: return !un;
-      case kNan: return un;
-      default: return false;
+      case kEq:
+        return a == b;
+      case kNe:
+        return !un && a != b;
+      case kLt:
+        return a < b;
+      case kLe:
+        return a <= b;
+      case kGt:
+        return a > b;
+      case kGe:
+        return a >= b;
+      case kEqu:
+        return un || a == b;
+      case kNeu:
+        return un || a != b;
+      case kLtu:
+        return un || a < b;
+      case kLeu:
+        return un || a <= b;
+      case kGtu:
+        return un || a > b;
+      case kGeu:
+        return un || a >= b;
+      case kNum:
+        return !un;
+      case kNan:
+        return un;
+      default:
+        return false;
     }
   } else {
     using UT = std::make_unsigned_t<T>;
     switch (kOp) {
-      case kEq: return a == b;
-      case kNe: return a != b;
-      case kLt: return a < b;
-      case kLe: return a <= b;
-      case kGt: return a > b;
-      case kGe: return a >= b;
-      case kLo: return static_cast<UT>(a) < static_cast<UT>(b);
-      case kLs: return static_cast<UT>(a) <= static_cast<UT>(b);
-      case kHi: return static_cast<UT>(a) > static_cast<UT>(b);
-      case kHs: return static_cast<UT>(a) >= static_cast<UT>(b);
-      default: return false;
+      case kEq:
+        return a == b;
+      case kNe:
+        return a != b;
+      case kLt:
+        return a < b;
+      case kLe:
+        return a <= b;
+      case kGt:
+        return a > b;
+      case kGe:
+        return a >= b;
+      case kLo:
+        return static_cast<UT>(a) < static_cast<UT>(b);
+      case kLs:
+        return static_cast<UT>(a) <= static_cast<UT>(b);
+      case kHi:
+        return static_cast<UT>(a) > static_cast<UT>(b);
+      case kHs:
+        return static_cast<UT>(a) >= static_cast<UT>(b);
+      default:
+        return false;
     }
   }
 }
@@ -67,10 +110,20 @@ inline bool Finish(const Inst& in, Warp& w, uint32_t m, uint32_t bits) {
   uint32_t c = in.a[4] != kNoReg ? *RegPtr<uint32_t>(w.regs, in.a[4]) : 0;
   uint32_t nbits = ~bits;
   switch (in.flags) {
-    case 1: bits &= c; nbits &= c; break;
-    case 2: bits |= c; nbits |= c; break;
-    case 3: bits ^= c; nbits ^= c; break;
-    default: break;
+    case 1:
+      bits &= c;
+      nbits &= c;
+      break;
+    case 2:
+      bits |= c;
+      nbits |= c;
+      break;
+    case 3:
+      bits ^= c;
+      nbits ^= c;
+      break;
+    default:
+      break;
   }
   uint32_t& p = *RegPtr<uint32_t>(w.regs, in.a[0]);
   p = (p & ~m) | (bits & m);
@@ -95,7 +148,9 @@ bool ExecSetp(const Inst& in, Warp& w, uint32_t m) {
   } else {
     bits = 0;
     for (int i = 0; i < 32; ++i)
-      bits |= static_cast<uint32_t>(Compare<T, kOp>(LoadReg<T>(r, in.a[2], i), LoadReg<T>(r, in.a[3], i))) << i;
+      bits |= static_cast<uint32_t>(
+                  Compare<T, kOp>(LoadReg<T>(r, in.a[2], i), LoadReg<T>(r, in.a[3], i)))
+              << i;
   }
   return Finish(in, w, m, bits);
 }
@@ -104,7 +159,9 @@ bool ExecSetp(const Inst& in, Warp& w, uint32_t m) {
 template <bool kBf16, int kOp>
 bool ExecSetpHalf(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
-  auto cvt = [](uint32_t h) { return kBf16 ? Bf16ToFloat(static_cast<uint16_t>(h)) : HalfToFloat(static_cast<uint16_t>(h)); };
+  auto cvt = [](uint32_t h) {
+    return kBf16 ? Bf16ToFloat(static_cast<uint16_t>(h)) : HalfToFloat(static_cast<uint16_t>(h));
+  };
   uint32_t lo = 0, hi = 0;
   for (int i = 0; i < 32; ++i) {
     uint32_t a = LoadReg<uint32_t>(r, in.a[2], i), b = LoadReg<uint32_t>(r, in.a[3], i);
@@ -128,27 +185,33 @@ template <typename T>
 ExecFn PickSetp(int op) {
   auto pick = [&]<int K>() -> ExecFn { return &ExecSetp<T, K>; };
   switch (op) {
-#define PVGPU_CMP_CASE(k) case k: return pick.template operator()<k>();
-    PVGPU_CMP_CASE(kEq) PVGPU_CMP_CASE(kNe) PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe)
-    PVGPU_CMP_CASE(kGt) PVGPU_CMP_CASE(kGe) PVGPU_CMP_CASE(kLo) PVGPU_CMP_CASE(kLs)
-    PVGPU_CMP_CASE(kHi) PVGPU_CMP_CASE(kHs) PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu)
-    PVGPU_CMP_CASE(kLtu) PVGPU_CMP_CASE(kLeu) PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu)
-    PVGPU_CMP_CASE(kNum) PVGPU_CMP_CASE(kNan)
+#define PVGPU_CMP_CASE(k) \
+  case k:                 \
+    return pick.template operator()<k>();
+    PVGPU_CMP_CASE(kEq)
+    PVGPU_CMP_CASE(kNe) PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe) PVGPU_CMP_CASE(kGt)
+        PVGPU_CMP_CASE(kGe) PVGPU_CMP_CASE(kLo) PVGPU_CMP_CASE(kLs) PVGPU_CMP_CASE(kHi)
+            PVGPU_CMP_CASE(kHs) PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu) PVGPU_CMP_CASE(kLtu)
+                PVGPU_CMP_CASE(kLeu) PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu) PVGPU_CMP_CASE(kNum)
+                    PVGPU_CMP_CASE(kNan)
 #undef PVGPU_CMP_CASE
-    default: return nullptr;
+                        default : return nullptr;
   }
 }
 
 template <bool kBf16>
 ExecFn PickSetpHalf(int op) {
   switch (op) {
-#define PVGPU_CMP_CASE(k) case k: return &ExecSetpHalf<kBf16, k>;
-    PVGPU_CMP_CASE(kEq) PVGPU_CMP_CASE(kNe) PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe)
-    PVGPU_CMP_CASE(kGt) PVGPU_CMP_CASE(kGe) PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu)
-    PVGPU_CMP_CASE(kLtu) PVGPU_CMP_CASE(kLeu) PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu)
-    PVGPU_CMP_CASE(kNum) PVGPU_CMP_CASE(kNan)
+#define PVGPU_CMP_CASE(k) \
+  case k:                 \
+    return &ExecSetpHalf<kBf16, k>;
+    PVGPU_CMP_CASE(kEq)
+    PVGPU_CMP_CASE(kNe) PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe) PVGPU_CMP_CASE(kGt)
+        PVGPU_CMP_CASE(kGe) PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu) PVGPU_CMP_CASE(kLtu)
+            PVGPU_CMP_CASE(kLeu) PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu) PVGPU_CMP_CASE(kNum)
+                PVGPU_CMP_CASE(kNan)
 #undef PVGPU_CMP_CASE
-    default: return nullptr;
+                    default : return nullptr;
   }
 }
 
@@ -186,7 +249,8 @@ Status LowerCompareSources(LowerCtx& c, Inst& in, Ty t, int first_src) {
   PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(first_src, st));
   PVGPU_ASSIGN_OR_RETURN(in.a[3], c.Src(first_src + 1, st));
   if (in.flags) {
-    if (c.ops().size() != static_cast<size_t>(first_src + 3)) return c.Err("missing predicate operand");
+    if (c.ops().size() != static_cast<size_t>(first_src + 3))
+      return c.Err("missing predicate operand");
     PVGPU_ASSIGN_OR_RETURN(in.a[4], c.Src(first_src + 2, Ty::kPred));
   }
   return Status::Ok();
@@ -236,7 +300,8 @@ bool ExecSelp(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
   uint32_t p = *RegPtr<uint32_t>(r, in.a[3]);
   ForLanes(m, [&](int i) {
-    StoreReg<T>(r, in.a[0], i, ((p >> i) & 1) ? LoadReg<T>(r, in.a[1], i) : LoadReg<T>(r, in.a[2], i));
+    StoreReg<T>(r, in.a[0], i,
+                ((p >> i) & 1) ? LoadReg<T>(r, in.a[1], i) : LoadReg<T>(r, in.a[2], i));
   });
   return false;
 }
@@ -272,8 +337,10 @@ Status LowerSlct(LowerCtx& c) {
   uint32_t size = TypeSize(t);
   if (size == 0 || size > 8 || (ct != Ty::kS32 && ct != Ty::kF32)) return c.Unsupported();
   Inst in;
-  if (ct == Ty::kS32) in.fn = size == 8 ? &ExecSlct<uint64_t, int32_t> : &ExecSlct<uint32_t, int32_t>;
-  else in.fn = size == 8 ? &ExecSlct<uint64_t, float> : &ExecSlct<uint32_t, float>;
+  if (ct == Ty::kS32)
+    in.fn = size == 8 ? &ExecSlct<uint64_t, int32_t> : &ExecSlct<uint32_t, int32_t>;
+  else
+    in.fn = size == 8 ? &ExecSlct<uint64_t, float> : &ExecSlct<uint32_t, float>;
   PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, t));
   PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(2, t));
   PVGPU_ASSIGN_OR_RETURN(in.a[3], c.Src(3, ct));

@@ -56,7 +56,8 @@ bool ExecCall(const Inst& in, Warp& w, uint32_t m) {
       return true;
     }
     uint8_t* base = w.local + static_cast<size_t>(i) * w.local_stride;
-    for (const CallCopy& cp : site.args) std::memmove(base + nfp + cp.to, base + fp + cp.from, cp.size);
+    for (const CallCopy& cp : site.args)
+      std::memmove(base + nfp + cp.to, base + fp + cp.from, cp.size);
     uint8_t* save = base + nfp + site.save_offset;
     for (const auto& [off, bytes] : site.saved_regs) {
       // bytes == 1 marks a predicate: its lane bit is saved as one byte.
@@ -95,7 +96,8 @@ bool ExecRet(const Inst& in, Warp& w, uint32_t m) {
     uint64_t fp = LoadReg<uint64_t>(r, img.sp.fp, i);
     uint64_t cfp = fp - site.caller_frame;
     uint8_t* base = w.local + static_cast<size_t>(i) * w.local_stride;
-    for (const CallCopy& cp : site.rets) std::memmove(base + cfp + cp.to, base + fp + cp.from, cp.size);
+    for (const CallCopy& cp : site.rets)
+      std::memmove(base + cfp + cp.to, base + fp + cp.from, cp.size);
     uint8_t* save = base + fp + site.save_offset;
     for (const auto& [off, bytes] : site.saved_regs) {
       uint64_t v = 0;
@@ -210,9 +212,12 @@ bool ExecReadClock(const Inst& in, Warp& w, uint32_t m) {
                                           .count());
   uint64_t v = in.aux == 0 || in.aux == 1 ? ns : ns;  // 1 GHz nominal clock
   ForLanes(m, [&](int i) {
-    if (in.aux == 1 || in.aux == 2) StoreReg<uint64_t>(w.regs, in.a[0], i, v);
-    else if (in.aux == 4) StoreReg<uint32_t>(w.regs, in.a[0], i, static_cast<uint32_t>(v >> 32));
-    else StoreReg<uint32_t>(w.regs, in.a[0], i, static_cast<uint32_t>(v));
+    if (in.aux == 1 || in.aux == 2)
+      StoreReg<uint64_t>(w.regs, in.a[0], i, v);
+    else if (in.aux == 4)
+      StoreReg<uint32_t>(w.regs, in.a[0], i, static_cast<uint32_t>(v >> 32));
+    else
+      StoreReg<uint32_t>(w.regs, in.a[0], i, static_cast<uint32_t>(v));
   });
   return false;
 }

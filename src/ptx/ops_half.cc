@@ -27,10 +27,14 @@ uint32_t OneHalf(int op, uint32_t a, uint32_t b, uint32_t c, bool sat) {
   if (op == kAbs) return a & 0x7FFF;
   double x = ToF<kBf>(a), y = ToF<kBf>(b), z = ToF<kBf>(c);
   switch (op) {
-    case kAdd: return FromD<kBf>(x + y, sat);
-    case kSub: return FromD<kBf>(x - y, sat);
-    case kMul: return FromD<kBf>(x * y, sat);
-    case kFma: return FromD<kBf>(std::fma(x, y, z), sat);
+    case kAdd:
+      return FromD<kBf>(x + y, sat);
+    case kSub:
+      return FromD<kBf>(x - y, sat);
+    case kMul:
+      return FromD<kBf>(x * y, sat);
+    case kFma:
+      return FromD<kBf>(std::fma(x, y, z), sat);
     case kMin:
       if (std::isnan(x)) return b;
       if (std::isnan(y)) return a;
@@ -92,15 +96,24 @@ Status LowerHalfArith(LowerCtx& c) {
   Ty t = c.TypeMod();
   int code;
   int nsrc;
-  if (op == "add") code = kAdd, nsrc = 2;
-  else if (op == "sub") code = kSub, nsrc = 2;
-  else if (op == "mul") code = kMul, nsrc = 2;
-  else if (op == "fma" || op == "mad") code = kFma, nsrc = 3;
-  else if (op == "neg") code = kNeg, nsrc = 1;
-  else if (op == "abs") code = kAbs, nsrc = 1;
-  else if (op == "min") code = kMin, nsrc = 2;
-  else if (op == "max") code = kMax, nsrc = 2;
-  else return c.Unsupported();
+  if (op == "add")
+    code = kAdd, nsrc = 2;
+  else if (op == "sub")
+    code = kSub, nsrc = 2;
+  else if (op == "mul")
+    code = kMul, nsrc = 2;
+  else if (op == "fma" || op == "mad")
+    code = kFma, nsrc = 3;
+  else if (op == "neg")
+    code = kNeg, nsrc = 1;
+  else if (op == "abs")
+    code = kAbs, nsrc = 1;
+  else if (op == "min")
+    code = kMin, nsrc = 2;
+  else if (op == "max")
+    code = kMax, nsrc = 2;
+  else
+    return c.Unsupported();
   Round rm = RoundMod(c);
   if (rm != Round::kNone && rm != Round::kRn) return c.Unsupported("rounding mode");
   if (c.Has(".NaN") || c.Has(".relu")) return c.Unsupported();

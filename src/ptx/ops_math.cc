@@ -6,19 +6,41 @@
 namespace pvgpu::ptx {
 namespace {
 
-template <typename T, bool F> struct Sqrt {
+template <typename T, bool F>
+struct Sqrt {
   static T Apply(T a) {
     T r = std::sqrt(F ? FlushDenormal(a) : a);
     return F ? FlushDenormal(r) : r;
   }
 };
-template <typename T, bool F> struct Rsqrt { static T Apply(T a) { return T(1) / std::sqrt(F ? FlushDenormal(a) : a); } };
-template <typename T, bool F> struct Rcp { static T Apply(T a) { return T(1) / (F ? FlushDenormal(a) : a); } };
-template <typename T, bool F> struct Ex2 { static T Apply(T a) { return std::exp2(F ? FlushDenormal(a) : a); } };
-template <typename T, bool F> struct Lg2 { static T Apply(T a) { return std::log2(F ? FlushDenormal(a) : a); } };
-template <typename T, bool F> struct Sin { static T Apply(T a) { return std::sin(F ? FlushDenormal(a) : a); } };
-template <typename T, bool F> struct Cos { static T Apply(T a) { return std::cos(F ? FlushDenormal(a) : a); } };
-template <typename T, bool F> struct Tanh { static T Apply(T a) { return std::tanh(F ? FlushDenormal(a) : a); } };
+template <typename T, bool F>
+struct Rsqrt {
+  static T Apply(T a) { return T(1) / std::sqrt(F ? FlushDenormal(a) : a); }
+};
+template <typename T, bool F>
+struct Rcp {
+  static T Apply(T a) { return T(1) / (F ? FlushDenormal(a) : a); }
+};
+template <typename T, bool F>
+struct Ex2 {
+  static T Apply(T a) { return std::exp2(F ? FlushDenormal(a) : a); }
+};
+template <typename T, bool F>
+struct Lg2 {
+  static T Apply(T a) { return std::log2(F ? FlushDenormal(a) : a); }
+};
+template <typename T, bool F>
+struct Sin {
+  static T Apply(T a) { return std::sin(F ? FlushDenormal(a) : a); }
+};
+template <typename T, bool F>
+struct Cos {
+  static T Apply(T a) { return std::cos(F ? FlushDenormal(a) : a); }
+};
+template <typename T, bool F>
+struct Tanh {
+  static T Apply(T a) { return std::tanh(F ? FlushDenormal(a) : a); }
+};
 
 template <template <typename, bool> class Op>
 Status LowerUnaryMath(LowerCtx& c, char rounded_op) {
@@ -53,12 +75,24 @@ bool ExecTestp(const Inst& in, Warp& w, uint32_t m) {
     T a = LoadReg<T>(w.regs, in.a[1], i);
     bool v;
     switch (in.aux) {
-      case 0: v = std::isfinite(a); break;
-      case 1: v = std::isinf(a); break;
-      case 2: v = !std::isnan(a); break;
-      case 3: v = std::isnan(a); break;
-      case 4: v = std::isnormal(a); break;
-      default: v = std::fpclassify(a) == FP_SUBNORMAL; break;
+      case 0:
+        v = std::isfinite(a);
+        break;
+      case 1:
+        v = std::isinf(a);
+        break;
+      case 2:
+        v = !std::isnan(a);
+        break;
+      case 3:
+        v = std::isnan(a);
+        break;
+      case 4:
+        v = std::isnormal(a);
+        break;
+      default:
+        v = std::fpclassify(a) == FP_SUBNORMAL;
+        break;
     }
     bits |= static_cast<uint32_t>(v) << i;
   });
@@ -68,7 +102,8 @@ bool ExecTestp(const Inst& in, Warp& w, uint32_t m) {
 }
 
 Status LowerTestp(LowerCtx& c) {
-  static const char* kOps[] = {".finite", ".infinite", ".number", ".notanumber", ".normal", ".subnormal"};
+  static const char* kOps[] = {".finite",     ".infinite", ".number",
+                               ".notanumber", ".normal",   ".subnormal"};
   Inst in;
   in.aux = 9;
   for (int k = 0; k < 6; ++k)
@@ -84,10 +119,14 @@ Status LowerTestp(LowerCtx& c) {
 }
 
 // copysign d, a, b: magnitude of b with the sign of a.
-template <typename T> struct CopySign { static T Apply(T a, T b) { return std::copysign(b, a); } };
+template <typename T>
+struct CopySign {
+  static T Apply(T a, T b) { return std::copysign(b, a); }
+};
 Status LowerCopysign(LowerCtx& c) {
   Ty t = c.TypeMod();
-  ExecFn fn = WithFloatType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, CopySign<T>>; });
+  ExecFn fn = WithFloatType<ExecFn>(
+      t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, CopySign<T>>; });
   return LowerSimple(c, fn, t, t, 2);
 }
 

@@ -11,11 +11,16 @@ namespace pvgpu::ptx {
 
 const char* SpaceName(MemSpace s) {
   switch (s) {
-    case MemSpace::kGlobal: return "global";
-    case MemSpace::kShared: return "shared";
-    case MemSpace::kLocal: return "local";
-    case MemSpace::kKParam: return "param";
-    default: return "generic";
+    case MemSpace::kGlobal:
+      return "global";
+    case MemSpace::kShared:
+      return "shared";
+    case MemSpace::kLocal:
+      return "local";
+    case MemSpace::kKParam:
+      return "param";
+    default:
+      return "generic";
   }
 }
 
@@ -92,8 +97,10 @@ bool ExecLd(const Inst& in, Warp& w, uint32_t m) {
         uint64_t v = 0;
         std::memcpy(&v, p.data() + off, kBytes);
         ForLanes(m, [&](int i) {
-          if constexpr (kBytes == 8) StoreReg<uint64_t>(r, in.a[0], i, v);
-          else StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
+          if constexpr (kBytes == 8)
+            StoreReg<uint64_t>(r, in.a[0], i, v);
+          else
+            StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
         });
         return false;
       }
@@ -203,18 +210,27 @@ template <MemSpace S>
 ExecFn PickLdSt(bool store, uint32_t bytes, int vec) {
   auto pick = [&]<int B>() -> ExecFn {
     switch (vec) {
-      case 1: return store ? &ExecSt<S, B, 1> : &ExecLd<S, B, 1>;
-      case 2: return store ? &ExecSt<S, B, 2> : &ExecLd<S, B, 2>;
-      case 4: return store ? &ExecSt<S, B, 4> : &ExecLd<S, B, 4>;
-      default: return nullptr;
+      case 1:
+        return store ? &ExecSt<S, B, 1> : &ExecLd<S, B, 1>;
+      case 2:
+        return store ? &ExecSt<S, B, 2> : &ExecLd<S, B, 2>;
+      case 4:
+        return store ? &ExecSt<S, B, 4> : &ExecLd<S, B, 4>;
+      default:
+        return nullptr;
     }
   };
   switch (bytes) {
-    case 1: return pick.template operator()<1>();
-    case 2: return pick.template operator()<2>();
-    case 4: return pick.template operator()<4>();
-    case 8: return pick.template operator()<8>();
-    default: return nullptr;
+    case 1:
+      return pick.template operator()<1>();
+    case 2:
+      return pick.template operator()<2>();
+    case 4:
+      return pick.template operator()<4>();
+    case 8:
+      return pick.template operator()<8>();
+    default:
+      return nullptr;
   }
 }
 
@@ -241,20 +257,32 @@ Status LowerLdSt(LowerCtx& c, bool store) {
   in.flags = a.base32 ? 1 : 0;
   in.imm = a.imm;
   switch (a.space) {
-    case MemSpace::kGlobal: in.fn = PickLdSt<MemSpace::kGlobal>(store, bytes, vec); break;
-    case MemSpace::kShared: in.fn = PickLdSt<MemSpace::kShared>(store, bytes, vec); break;
-    case MemSpace::kLocal: in.fn = PickLdSt<MemSpace::kLocal>(store, bytes, vec); break;
-    case MemSpace::kKParam: in.fn = PickLdSt<MemSpace::kKParam>(store, bytes, vec); break;
-    default: in.fn = PickLdSt<MemSpace::kGeneric>(store, bytes, vec); break;
+    case MemSpace::kGlobal:
+      in.fn = PickLdSt<MemSpace::kGlobal>(store, bytes, vec);
+      break;
+    case MemSpace::kShared:
+      in.fn = PickLdSt<MemSpace::kShared>(store, bytes, vec);
+      break;
+    case MemSpace::kLocal:
+      in.fn = PickLdSt<MemSpace::kLocal>(store, bytes, vec);
+      break;
+    case MemSpace::kKParam:
+      in.fn = PickLdSt<MemSpace::kKParam>(store, bytes, vec);
+      break;
+    default:
+      in.fn = PickLdSt<MemSpace::kGeneric>(store, bytes, vec);
+      break;
   }
   if (!in.fn) return c.Unsupported();
-  if (!store && a.space == MemSpace::kShared && bytes == 4 && vec == 1 && a.base32) in.fn = ExecLdShared32;
+  if (!store && a.space == MemSpace::kShared && bytes == 4 && vec == 1 && a.base32)
+    in.fn = ExecLdShared32;
   // Values travel as raw bits: the register class follows the element size.
   Ty raw = bytes == 8 ? Ty::kB64 : bytes == 4 ? Ty::kB32 : bytes == 2 ? Ty::kB16 : Ty::kB8;
   Ty val_ty = (IsSigned(t) && !store) ? t : raw;
   std::vector<ast::Operand> elems;
   if (vec > 1) {
-    if (val_op.kind != ast::Operand::Kind::kVector || val_op.elems.size() != static_cast<size_t>(vec))
+    if (val_op.kind != ast::Operand::Kind::kVector ||
+        val_op.elems.size() != static_cast<size_t>(vec))
       return c.ErrAt(val_op, "expected a vector of " + std::to_string(vec) + " registers");
     elems = val_op.elems;
   } else {
@@ -286,12 +314,15 @@ bool ExecPack(const Inst& in, Warp& w, uint32_t m) {
   ForLanes(m, [&](int i) {
     uint64_t v = 0;
     for (unsigned k = 0; k < cnt; ++k) {
-      uint64_t e = eb == 8 ? LoadReg<uint64_t>(r, in.a[1 + k], i) : LoadReg<uint32_t>(r, in.a[1 + k], i);
+      uint64_t e =
+          eb == 8 ? LoadReg<uint64_t>(r, in.a[1 + k], i) : LoadReg<uint32_t>(r, in.a[1 + k], i);
       if (eb < 8) e &= (uint64_t{1} << (8 * eb)) - 1;
       v |= e << (8 * eb * k);
     }
-    if (eb * cnt == 8) StoreReg<uint64_t>(r, in.a[0], i, v);
-    else StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
+    if (eb * cnt == 8)
+      StoreReg<uint64_t>(r, in.a[0], i, v);
+    else
+      StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
   });
   return false;
 }
@@ -299,12 +330,15 @@ bool ExecUnpack(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
   const unsigned eb = in.n, cnt = in.flags;
   ForLanes(m, [&](int i) {
-    uint64_t v = eb * cnt == 8 ? LoadReg<uint64_t>(r, in.a[0], i) : LoadReg<uint32_t>(r, in.a[0], i);
+    uint64_t v =
+        eb * cnt == 8 ? LoadReg<uint64_t>(r, in.a[0], i) : LoadReg<uint32_t>(r, in.a[0], i);
     for (unsigned k = 0; k < cnt; ++k) {
       if (in.a[1 + k] == kNoReg) continue;
       uint64_t e = eb == 8 ? v : (v >> (8 * eb * k)) & ((uint64_t{1} << (8 * eb)) - 1);
-      if (eb == 8) StoreReg<uint64_t>(r, in.a[1 + k], i, e);
-      else StoreReg<uint32_t>(r, in.a[1 + k], i, static_cast<uint32_t>(e));
+      if (eb == 8)
+        StoreReg<uint64_t>(r, in.a[1 + k], i, e);
+      else
+        StoreReg<uint32_t>(r, in.a[1 + k], i, static_cast<uint32_t>(e));
     }
   });
   return false;
@@ -346,8 +380,8 @@ Status LowerMov(LowerCtx& c) {
     if (s.kind == K::kVector) {
       in.fn = ExecPack;
       for (size_t k = 0; k < cnt; ++k) {
-      PVGPU_ASSIGN_OR_RETURN(in.a[1 + k], c.SrcOp(vec.elems[k], ElemType(eb)));
-    }
+        PVGPU_ASSIGN_OR_RETURN(in.a[1 + k], c.SrcOp(vec.elems[k], ElemType(eb)));
+      }
       PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, t));
     } else {
       in.fn = ExecUnpack;
@@ -372,8 +406,10 @@ bool ExecCvta(const Inst& in, Warp& w, uint32_t m) {
   ForLanes(m, [&](int i) {
     uint64_t a = kSrc32 ? LoadReg<uint32_t>(r, in.a[1], i) : LoadReg<uint64_t>(r, in.a[1], i);
     uint64_t v = kToGeneric ? a + in.aux : a - in.aux;
-    if (kDst32) StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
-    else StoreReg<uint64_t>(r, in.a[0], i, v);
+    if (kDst32)
+      StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
+    else
+      StoreReg<uint64_t>(r, in.a[0], i, v);
   });
   return false;
 }
@@ -382,10 +418,14 @@ Status LowerCvta(LowerCtx& c) {
   PVGPU_TRY(c.NeedOps(2));
   bool to = c.Has(".to");
   uint64_t window = 0;
-  if (c.Has(".shared") || c.Has(".shared::cta")) window = kSharedWindow;
-  else if (c.Has(".local")) window = kLocalWindow;
-  else if (c.Has(".param")) window = kParamWindow;
-  else if (!c.Has(".global") && !c.Has(".const")) return c.Unsupported();
+  if (c.Has(".shared") || c.Has(".shared::cta"))
+    window = kSharedWindow;
+  else if (c.Has(".local"))
+    window = kLocalWindow;
+  else if (c.Has(".param"))
+    window = kParamWindow;
+  else if (!c.Has(".global") && !c.Has(".const"))
+    return c.Unsupported();
   Ty t = c.TypeMod();
   bool is32 = t == Ty::kU32 || t == Ty::kB32;
   if (!is32 && t != Ty::kU64 && t != Ty::kB64) return c.Unsupported();
@@ -423,10 +463,14 @@ Status LowerIsSpace(LowerCtx& c) {
   PVGPU_TRY(c.NeedOps(2));
   Inst in;
   in.fn = ExecIsSpace;
-  if (c.Has(".shared")) in.aux = kSharedWindow;
-  else if (c.Has(".local")) in.aux = kLocalWindow;
-  else if (c.Has(".param")) in.aux = kParamWindow;
-  else if (!c.Has(".global") && !c.Has(".const")) return c.Unsupported();
+  if (c.Has(".shared"))
+    in.aux = kSharedWindow;
+  else if (c.Has(".local"))
+    in.aux = kLocalWindow;
+  else if (c.Has(".param"))
+    in.aux = kParamWindow;
+  else if (!c.Has(".global") && !c.Has(".const"))
+    return c.Unsupported();
   PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, Ty::kU64));
   PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, Ty::kPred));
   c.Emit(in);

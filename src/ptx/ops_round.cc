@@ -16,18 +16,29 @@ struct BF16 {};  // bfloat16 likewise
 
 int FeMode(Round r) {
   switch (r) {
-    case Round::kRz: case Round::kRzi: return FE_TOWARDZERO;
-    case Round::kRm: case Round::kRmi: return FE_DOWNWARD;
-    case Round::kRp: case Round::kRpi: return FE_UPWARD;
-    default: return FE_TONEAREST;
+    case Round::kRz:
+    case Round::kRzi:
+      return FE_TOWARDZERO;
+    case Round::kRm:
+    case Round::kRmi:
+      return FE_DOWNWARD;
+    case Round::kRp:
+    case Round::kRpi:
+      return FE_UPWARD;
+    default:
+      return FE_TONEAREST;
   }
 }
 int HalfMode(Round r) {
   switch (r) {
-    case Round::kRz: return 1;
-    case Round::kRm: return 2;
-    case Round::kRp: return 3;
-    default: return 0;
+    case Round::kRz:
+      return 1;
+    case Round::kRm:
+      return 2;
+    case Round::kRp:
+      return 3;
+    default:
+      return 0;
   }
 }
 
@@ -48,18 +59,26 @@ class ScopedRound {
 
 template <typename T>
 double ReadAsDouble(uint8_t* r, uint32_t off, int i) {
-  if constexpr (std::is_same_v<T, H16>) return HalfToFloat(static_cast<uint16_t>(LoadReg<uint32_t>(r, off, i)));
-  else if constexpr (std::is_same_v<T, BF16>) return Bf16ToFloat(static_cast<uint16_t>(LoadReg<uint32_t>(r, off, i)));
-  else return static_cast<double>(LoadReg<T>(r, off, i));
+  if constexpr (std::is_same_v<T, H16>)
+    return HalfToFloat(static_cast<uint16_t>(LoadReg<uint32_t>(r, off, i)));
+  else if constexpr (std::is_same_v<T, BF16>)
+    return Bf16ToFloat(static_cast<uint16_t>(LoadReg<uint32_t>(r, off, i)));
+  else
+    return static_cast<double>(LoadReg<T>(r, off, i));
 }
 
 double RoundIntegral(double v, Round rm) {
   switch (rm) {
-    case Round::kRni: return std::nearbyint(v);  // current mode is nearest-even
-    case Round::kRzi: return std::trunc(v);
-    case Round::kRmi: return std::floor(v);
-    case Round::kRpi: return std::ceil(v);
-    default: return v;
+    case Round::kRni:
+      return std::nearbyint(v);  // current mode is nearest-even
+    case Round::kRzi:
+      return std::trunc(v);
+    case Round::kRmi:
+      return std::floor(v);
+    case Round::kRpi:
+      return std::ceil(v);
+    default:
+      return v;
   }
 }
 
@@ -70,7 +89,9 @@ bool ExecCvt(const Inst& in, Warp& w, uint32_t m) {
   const bool ftz = in.flags & 1, sat = in.flags & 2;
   constexpr bool kSrcInt = std::is_integral_v<S>;
   constexpr bool kDstInt = std::is_integral_v<D>;
-  ScopedRound scope((!kDstInt && (rm == Round::kRz || rm == Round::kRm || rm == Round::kRp)) ? FeMode(rm) : FE_TONEAREST);
+  ScopedRound scope((!kDstInt && (rm == Round::kRz || rm == Round::kRm || rm == Round::kRp))
+                        ? FeMode(rm)
+                        : FE_TONEAREST);
   ForLanes(m, [&](int i) {
     if constexpr (kSrcInt && kDstInt) {
       S s = LoadReg<S>(r, in.a[1], i);
@@ -78,7 +99,9 @@ bool ExecCvt(const Inst& in, Warp& w, uint32_t m) {
       if (sat) {
         using L = std::numeric_limits<D>;
         if constexpr (std::is_signed_v<S>) {
-          if (s < 0 && (!std::is_signed_v<D> || static_cast<int64_t>(s) < static_cast<int64_t>(L::min()))) d = L::min();
+          if (s < 0 &&
+              (!std::is_signed_v<D> || static_cast<int64_t>(s) < static_cast<int64_t>(L::min())))
+            d = L::min();
         }
         if (s > 0 && static_cast<uint64_t>(s) > static_cast<uint64_t>(L::max())) d = L::max();
       }
@@ -86,16 +109,20 @@ bool ExecCvt(const Inst& in, Warp& w, uint32_t m) {
     } else if constexpr (kDstInt) {
       // Float to integer: round as requested, saturate, NaN becomes 0.
       double v = ReadAsDouble<S>(r, in.a[1], i);
-      if (ftz && std::is_same_v<S, float> && std::fpclassify(static_cast<float>(v)) == FP_SUBNORMAL) v = 0;
+      if (ftz && std::is_same_v<S, float> && std::fpclassify(static_cast<float>(v)) == FP_SUBNORMAL)
+        v = 0;
       D d;
       if (std::isnan(v)) {
         d = 0;
       } else {
         v = RoundIntegral(v, rm == Round::kNone ? Round::kRzi : rm);
         using L = std::numeric_limits<D>;
-        if (v <= static_cast<double>(L::min())) d = L::min();
-        else if (v >= static_cast<double>(L::max())) d = L::max();
-        else d = static_cast<D>(v);
+        if (v <= static_cast<double>(L::min()))
+          d = L::min();
+        else if (v >= static_cast<double>(L::max()))
+          d = L::max();
+        else
+          d = static_cast<D>(v);
       }
       StoreReg<D>(r, in.a[0], i, d);
     } else {
@@ -113,7 +140,9 @@ bool ExecCvt(const Inst& in, Warp& w, uint32_t m) {
         }
       } else {
         v = ReadAsDouble<S>(r, in.a[1], i);
-        if (ftz && std::fpclassify(static_cast<float>(v)) == FP_SUBNORMAL && !std::is_same_v<S, double>) v = std::copysign(0.0, v);
+        if (ftz && std::fpclassify(static_cast<float>(v)) == FP_SUBNORMAL &&
+            !std::is_same_v<S, double>)
+          v = std::copysign(0.0, v);
         if (rm >= Round::kRni && rm <= Round::kRpi) v = RoundIntegral(v, rm);
       }
       if constexpr (std::is_same_v<D, double>) {
@@ -127,7 +156,8 @@ bool ExecCvt(const Inst& in, Warp& w, uint32_t m) {
       } else {
         float f = static_cast<float>(v);
         if (sat) f = Saturate(f);
-        uint16_t h = std::is_same_v<D, H16> ? FloatToHalf(f, HalfMode(rm)) : FloatToBf16(f, HalfMode(rm));
+        uint16_t h =
+            std::is_same_v<D, H16> ? FloatToHalf(f, HalfMode(rm)) : FloatToBf16(f, HalfMode(rm));
         StoreReg<uint32_t>(r, in.a[0], i, h);
       }
     }
@@ -138,11 +168,16 @@ bool ExecCvt(const Inst& in, Warp& w, uint32_t m) {
 template <typename R, typename F>
 R WithCvtType(Ty t, F&& f) {
   switch (t) {
-    case Ty::kF16: return f.template operator()<H16>();
-    case Ty::kBF16: return f.template operator()<BF16>();
-    case Ty::kF32: return f.template operator()<float>();
-    case Ty::kF64: return f.template operator()<double>();
-    default: return WithIntType<R>(t, f);
+    case Ty::kF16:
+      return f.template operator()<H16>();
+    case Ty::kBF16:
+      return f.template operator()<BF16>();
+    case Ty::kF32:
+      return f.template operator()<float>();
+    case Ty::kF64:
+      return f.template operator()<double>();
+    default:
+      return WithIntType<R>(t, f);
   }
 }
 
@@ -161,13 +196,27 @@ bool ExecRounded(const Inst& in, Warp& w, uint32_t m) {
     }
     volatile T res;
     switch (kOp) {
-      case 'a': res = a + b; break;
-      case 's': res = a - b; break;
-      case 'm': res = a * b; break;
-      case 'd': res = a / b; break;
-      case 'q': res = std::sqrt(a); break;
-      case 'r': res = T(1) / a; break;
-      default: res = std::fma(a, b, FlushDenormal(LoadReg<T>(r, in.a[3], i))); break;
+      case 'a':
+        res = a + b;
+        break;
+      case 's':
+        res = a - b;
+        break;
+      case 'm':
+        res = a * b;
+        break;
+      case 'd':
+        res = a / b;
+        break;
+      case 'q':
+        res = std::sqrt(a);
+        break;
+      case 'r':
+        res = T(1) / a;
+        break;
+      default:
+        res = std::fma(a, b, FlushDenormal(LoadReg<T>(r, in.a[3], i)));
+        break;
     }
     T out = res;
     if (ftz) out = FlushDenormal(out);
@@ -203,14 +252,22 @@ ExecFn CvtHandler(Ty dt, Ty st, Round rm, bool ftz, bool sat) {
 Status LowerRounded(LowerCtx& c, char op, Ty t, Round rm, bool ftz, bool sat, int nsrc) {
   ExecFn fn = WithFloatType<ExecFn>(t, [&]<typename T>() -> ExecFn {
     switch (op) {
-      case 'a': return &ExecRounded<T, 'a'>;
-      case 's': return &ExecRounded<T, 's'>;
-      case 'm': return &ExecRounded<T, 'm'>;
-      case 'd': return &ExecRounded<T, 'd'>;
-      case 'q': return &ExecRounded<T, 'q'>;
-      case 'r': return &ExecRounded<T, 'r'>;
-      case 'f': return &ExecRounded<T, 'f'>;
-      default: return nullptr;
+      case 'a':
+        return &ExecRounded<T, 'a'>;
+      case 's':
+        return &ExecRounded<T, 's'>;
+      case 'm':
+        return &ExecRounded<T, 'm'>;
+      case 'd':
+        return &ExecRounded<T, 'd'>;
+      case 'q':
+        return &ExecRounded<T, 'q'>;
+      case 'r':
+        return &ExecRounded<T, 'r'>;
+      case 'f':
+        return &ExecRounded<T, 'f'>;
+      default:
+        return nullptr;
     }
   });
   return LowerSimple(c, fn, t, t, nsrc, static_cast<uint64_t>(rm),

@@ -30,8 +30,10 @@ __attribute__((target("avx2,fma"))) bool ExecFmaAvx2(const Inst& in, Warp& w, ui
   while (m) {
     int i = __builtin_ctz(m);
     m &= m - 1;
-    if constexpr (sizeof(T) == 4) d[i] = __builtin_fmaf(a[i], b[i], c[i]);
-    else d[i] = __builtin_fma(a[i], b[i], c[i]);
+    if constexpr (sizeof(T) == 4)
+      d[i] = __builtin_fmaf(a[i], b[i], c[i]);
+    else
+      d[i] = __builtin_fma(a[i], b[i], c[i]);
   }
   return false;
 }
@@ -41,7 +43,8 @@ bool HasAvx2Fma() {
   return ok;
 }
 
-__attribute__((target("avx2"))) void GatherAvx2(const uint8_t* base, const uint32_t* off, uint32_t* dst) {
+__attribute__((target("avx2"))) void GatherAvx2(const uint8_t* base, const uint32_t* off,
+                                                uint32_t* dst) {
   for (int k = 0; k < 4; ++k) {
     __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(off + 8 * k));
     __m256i v = _mm256_i32gather_epi32(reinterpret_cast<const int*>(base), idx, 1);
@@ -71,11 +74,13 @@ __attribute__((target("avx2"))) bool LdShared32Avx2(const Inst& in, Warp& w, uin
   }
   const uint64_t limit = w.block->shared_size;
   // A negative immediate that wraps the 32-bit sum shows up as a huge address here.
-  if ((any & 3) || uint64_t{max} + 4 > limit || in.imm < INT32_MIN || in.imm > INT32_MAX) return false;
+  if ((any & 3) || uint64_t{max} + 4 > limit || in.imm < INT32_MIN || in.imm > INT32_MAX)
+    return false;
   uint32_t* d = RegPtr<uint32_t>(w.regs, in.a[0]);
   const int* base = reinterpret_cast<const int*>(w.block->shared);
   for (int k = 0; k < 4; ++k)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 8 * k), _mm256_i32gather_epi32(base, v[k], 1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 8 * k),
+                        _mm256_i32gather_epi32(base, v[k], 1));
   return true;
 }
 #endif

@@ -38,7 +38,8 @@ TEST(WarpOpsTest, ShflSegmentsPredicateVoteUniMatchAll) {
   st.global.u32 [%rd3], %r2;
   st.global.u32 [%rd3+4], %r3;
   st.global.u32 [%rd3+8], %r6;
-  )", {}, 3 * 64, 64);
+  )",
+                      {}, 3 * 64, 64);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   for (uint32_t t = 0; t < 64; ++t) {
     uint32_t lane = t % 32;
@@ -47,7 +48,7 @@ TEST(WarpOpsTest, ShflSegmentsPredicateVoteUniMatchAll) {
     EXPECT_EQ(r.out[3 * t + 1], in_seg ? (t + 5) * 16 : t * 16) << t;
     uint32_t flags = r.out[3 * t + 2];
     EXPECT_EQ(flags & 1, in_seg ? 1u : 0u) << t;
-    EXPECT_EQ(flags & 2, 0u);                      // even/odd lanes differ
+    EXPECT_EQ(flags & 2, 0u);                     // even/odd lanes differ
     EXPECT_EQ(flags & 4, t < 32 ? 4u : 0u) << t;  // warp 1 straddles 40
     EXPECT_EQ(flags & 8, 8u);
   }
@@ -77,7 +78,8 @@ $CONSUME:
   add.s64 %rd3, %rd0, %rd2;
   st.global.u32 [%rd3], %r5;
 $DONE:
-  )", {}, 32, 64);
+  )",
+                      {}, 32, 64);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(r.out[t], 3 * t);
 }
@@ -87,7 +89,8 @@ TEST(BarrierTest, MismatchedBarriersDeadlockIsReported) {
   setp.lt.u32 %p1, %r0, 32;
   @%p1 bar.sync 0;
   @!%p1 bar.sync 1;
-  )", {}, 1, 64);
+  )",
+                      {}, 1, 64);
   EXPECT_EQ(r.status.code(), Code::kLaunchFailed) << r.status.ToString();
   EXPECT_NE(r.status.message().find("deadlock"), std::string::npos);
 }
@@ -102,7 +105,8 @@ TEST(BarrierTest, ExitedThreadsDoNotBlockBarrier) {
   ld.shared.u32 %r2, [s];
   setp.eq.u32 %p2, %r0, 0;
   @%p2 st.global.u32 [%rd0], %r2;
-  )", {}, 1, 96);
+  )",
+                      {}, 1, 96);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.out[0], 40u);
 }
@@ -130,13 +134,14 @@ TEST(AtomicTest, SharedAndGenericForms) {
   st.global.u32 [%rd0+20], %r6;
   st.global.u32 [%rd0+24], %r7;
 $END:
-  )", {}, 7, 64);
+  )",
+                      {}, 7, 64);
   // out starts as 0xDEADBEEF in every word.
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.out[0], 3u);  // 0xDEADBEEF >= 5 -> 0, then 63 increments wrapping after 5
   EXPECT_EQ(r.out[5], 200u);
   EXPECT_EQ(r.out[6], 192u);
-  EXPECT_EQ(r.out[1], 1000u - 63u);        // first dec: value > 1000 -> 1000, then 63 decrements
+  EXPECT_EQ(r.out[1], 1000u - 63u);  // first dec: value > 1000 -> 1000, then 63 decrements
   EXPECT_EQ(U2F(r.out[2]), U2F(0xDEADBEEF) + 32.0f);
   EXPECT_EQ(r.out[3], 63u);  // 0xDEADBEEF is negative as s32
   EXPECT_EQ(r.out[4], 9u);
@@ -176,7 +181,8 @@ $BIG:
   add.s64 %rd3, %rd0, %rd2;
   st.global.u32 [%rd3], %r1;
   st.global.u32 [%rd3+4], %r2;
-  )", {}, 64, 32, prelude);
+  )",
+                      {}, 64, 32, prelude);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   for (uint32_t t = 0; t < 32; ++t) {
     EXPECT_EQ(r.out[2 * t], t > 10 ? 1000u : 2 * t + 7) << t;
@@ -211,7 +217,8 @@ TEST(ControlTest, PrintfFormats) {
   ld.param.b32 %r1, [rv];
   }
   st.global.u32 [%rd0], %r1;
-  )", {}, 1, 1, prelude);
+  )",
+                      {}, 1, 1, prelude);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.printed, "[ 3.14|-7  |abcdef0123|Z|(null)]\n");
   EXPECT_EQ(r.out[0], r.printed.size());
@@ -223,7 +230,8 @@ TEST(LaunchTest, ConfigurationErrors) {
   uint64_t p = runner.mem().Alloc(16);
   EXPECT_EQ(runner.Launch("k", {1, 1, 1}, {1025, 1, 1}, {p, p}).code(), Code::kInvalidValue);
   EXPECT_EQ(runner.Launch("k", {1, 1, 1}, {0, 1, 1}, {p, p}).code(), Code::kInvalidValue);
-  EXPECT_EQ(runner.Launch("k", {1, 1, 1}, {32, 1, 1}, {p, p}, 200 * 1024).code(), Code::kInvalidValue);
+  EXPECT_EQ(runner.Launch("k", {1, 1, 1}, {32, 1, 1}, {p, p}, 200 * 1024).code(),
+            Code::kInvalidValue);
   EXPECT_TRUE(runner.Launch("k", {3, 2, 1}, {32, 2, 1}, {p, p}, 1024).ok());
   auto big = LoadProgram(SnippetKernel("  .local .align 4 .b8 huge[100000000];\n"));
   EXPECT_FALSE(big.ok());

@@ -21,10 +21,22 @@ bool ExecShfl(const Inst& in, Warp& w, uint32_t m) {
     int j;
     bool ok;
     switch (kMode) {
-      case 0: j = lane - static_cast<int>(b); ok = j >= max_lane; break;
-      case 1: j = lane + static_cast<int>(b); ok = j <= max_lane; break;
-      case 2: j = lane ^ static_cast<int>(b); ok = j <= max_lane; break;
-      default: j = min_lane | static_cast<int>(b & ~seg); ok = j <= max_lane; break;
+      case 0:
+        j = lane - static_cast<int>(b);
+        ok = j >= max_lane;
+        break;
+      case 1:
+        j = lane + static_cast<int>(b);
+        ok = j <= max_lane;
+        break;
+      case 2:
+        j = lane ^ static_cast<int>(b);
+        ok = j <= max_lane;
+        break;
+      default:
+        j = min_lane | static_cast<int>(b & ~seg);
+        ok = j <= max_lane;
+        break;
     }
     if (!ok || j < 0 || j > 31) j = lane;
     StoreReg<uint32_t>(r, in.a[0], lane, src[j]);
@@ -144,16 +156,31 @@ Status LowerMatch(LowerCtx& c) {
 template <typename T>
 bool ExecRedux(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
-  T acc = in.aux == 1 ? std::numeric_limits<T>::max() : in.aux == 2 ? std::numeric_limits<T>::min() : in.aux == 3 ? static_cast<T>(~T(0)) : T(0);
+  T acc = in.aux == 1   ? std::numeric_limits<T>::max()
+          : in.aux == 2 ? std::numeric_limits<T>::min()
+          : in.aux == 3 ? static_cast<T>(~T(0))
+                        : T(0);
   for (uint32_t t = m; t; t &= t - 1) {
     T v = LoadReg<T>(r, in.a[1], __builtin_ctz(t));
     switch (in.aux) {
-      case 0: acc = static_cast<T>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(v)); break;
-      case 1: acc = v < acc ? v : acc; break;
-      case 2: acc = v > acc ? v : acc; break;
-      case 3: acc &= v; break;
-      case 4: acc |= v; break;
-      default: acc ^= v; break;
+      case 0:
+        acc = static_cast<T>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(v));
+        break;
+      case 1:
+        acc = v < acc ? v : acc;
+        break;
+      case 2:
+        acc = v > acc ? v : acc;
+        break;
+      case 3:
+        acc &= v;
+        break;
+      case 4:
+        acc |= v;
+        break;
+      default:
+        acc ^= v;
+        break;
     }
   }
   ForLanes(m, [&](int i) { StoreReg<T>(r, in.a[0], i, acc); });
@@ -189,7 +216,8 @@ bool ExecBar(const Inst& in, Warp& w, uint32_t m) {
   const int lane = __builtin_ctz(m);
   uint32_t id = LoadReg<uint32_t>(w.regs, in.a[0], lane);
   if (id >= kNumBarriers) {
-    w.Fault(Code::kIllegalInstruction, in, lane, "barrier id " + std::to_string(id) + " out of range");
+    w.Fault(Code::kIllegalInstruction, in, lane,
+            "barrier id " + std::to_string(id) + " out of range");
     return true;
   }
   Block& b = *w.block;
@@ -197,7 +225,8 @@ bool ExecBar(const Inst& in, Warp& w, uint32_t m) {
   if (in.a[1] != kNoReg) {
     uint32_t count = LoadReg<uint32_t>(w.regs, in.a[1], lane);
     if (count == 0 || count % 32 || count > w.launch->num_warps * 32) {
-      w.Fault(Code::kIllegalInstruction, in, lane, "bad barrier thread count " + std::to_string(count));
+      w.Fault(Code::kIllegalInstruction, in, lane,
+              "bad barrier thread count " + std::to_string(count));
       return true;
     }
     bar.expected = count;
@@ -250,7 +279,8 @@ Status LowerBar(LowerCtx& c) {
   const std::string& op = c.inst().opcode;
   bool arrive = c.Has(".arrive");
   bool red = c.Has(".red");
-  if (!arrive && !red && !c.Has(".sync") && !(op == "bar" && c.inst().mods.empty()) && !c.Has(".cta") && !c.Has(".aligned"))
+  if (!arrive && !red && !c.Has(".sync") && !(op == "bar" && c.inst().mods.empty()) &&
+      !c.Has(".cta") && !c.Has(".aligned"))
     return c.Unsupported();
   if (op == "bar" && c.Has(".warp")) return LowerWarpSync(c);
   Inst in;

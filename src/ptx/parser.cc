@@ -40,9 +40,9 @@ ast::Space SpaceOf(std::string_view dot) {
 }
 
 bool IsTypeName(std::string_view t) {
-  static const char* kTypes[] = {".b8",  ".b16", ".b32",  ".b64", ".b128", ".u8",   ".u16",
-                                 ".u32", ".u64", ".s8",   ".s16", ".s32",  ".s64",  ".f16",
-                                 ".f16x2", ".bf16", ".bf16x2", ".f32", ".f64", ".pred", ".tf32"};
+  static const char* kTypes[] = {".b8",    ".b16",  ".b32",    ".b64", ".b128", ".u8",   ".u16",
+                                 ".u32",   ".u64",  ".s8",     ".s16", ".s32",  ".s64",  ".f16",
+                                 ".f16x2", ".bf16", ".bf16x2", ".f32", ".f64",  ".pred", ".tf32"};
   for (const char* k : kTypes)
     if (t == k) return true;
   return false;
@@ -252,9 +252,12 @@ class Parser {
         in.fvalue = std::strtod(std::string(t.text).c_str(), nullptr);
         if (neg) in.fvalue = -in.fvalue;
       } else if (neg) {
-        if (k == Operand::Kind::kInt) in.bits = ~in.bits + 1;
-        else if (k == Operand::Kind::kF32) in.bits ^= 0x80000000u;
-        else in.bits ^= uint64_t{1} << 63;
+        if (k == Operand::Kind::kInt)
+          in.bits = ~in.bits + 1;
+        else if (k == Operand::Kind::kF32)
+          in.bits ^= 0x80000000u;
+        else
+          in.bits ^= uint64_t{1} << 63;
       }
     } else if (t.kind == TokKind::kIdent) {
       Next();
@@ -285,8 +288,7 @@ class Parser {
     PVGPU_TRY(Expect('('));
     if (Accept(')')) return Status::Ok();
     do {
-      if (!Peek().IsDot(".param") && !Peek().IsDot(".reg"))
-        return Err(Peek(), "expected .param");
+      if (!Peek().IsDot(".param") && !Peek().IsDot(".reg")) return Err(Peek(), "expected .param");
       ast::VarDecl v;
       PVGPU_TRY(ParseDecl(v, false));
       out.push_back(std::move(v));
@@ -526,9 +528,12 @@ class Parser {
         return Err(n, "bad number");
       Next();
       if (neg) {
-        if (o.kind == Operand::Kind::kInt) o.value = ~o.value + 1;
-        else if (o.kind == Operand::Kind::kF32) o.value ^= 0x80000000u;
-        else o.value ^= uint64_t{1} << 63;
+        if (o.kind == Operand::Kind::kInt)
+          o.value = ~o.value + 1;
+        else if (o.kind == Operand::Kind::kF32)
+          o.value ^= 0x80000000u;
+        else
+          o.value ^= uint64_t{1} << 63;
       }
       return Status::Ok();
     }
@@ -543,7 +548,8 @@ class Parser {
         o.kind = Operand::Kind::kReg;
         // Special registers with components: %tid.x, %ntid.y ...
         const Token& c = Peek();
-        if (c.kind == TokKind::kDotIdent && c.line == t.line && c.col == t.col + (int)t.text.size() &&
+        if (c.kind == TokKind::kDotIdent && c.line == t.line &&
+            c.col == t.col + (int)t.text.size() &&
             (c.text == ".x" || c.text == ".y" || c.text == ".z" || c.text == ".w")) {
           o.name += std::string(c.text);
           Next();

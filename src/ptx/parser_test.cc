@@ -11,7 +11,8 @@ namespace {
 constexpr const char* kHeader = ".version 9.0\n.target sm_90\n.address_size 64\n";
 
 TEST(LexerTest, TokensCarryLineAndColumn) {
-  auto toks = Tokenize("add.s32 %r1, %r2, -5; // comment\n/* block\n comment */ @!%p1 bra $L__BB0_2;");
+  auto toks =
+      Tokenize("add.s32 %r1, %r2, -5; // comment\n/* block\n comment */ @!%p1 bra $L__BB0_2;");
   ASSERT_TRUE(toks.ok());
   const auto& t = *toks;
   EXPECT_EQ(t[0].text, "add");
@@ -104,23 +105,38 @@ TEST(ParserTest, SyntaxErrorsNameLineAndColumn) {
   auto p = LoadProgram(text, &log);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), Code::kInvalidPtx);
-  EXPECT_NE(p.status().message().find("line 6, column 15"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("line 6, column 15"), std::string::npos)
+      << p.status().message();
   EXPECT_NE(log.find("line 6"), std::string::npos);
 }
 
 TEST(ParserTest, UnsupportedInstructionFailsAtLoad) {
   std::string text = std::string(kHeader) +
-                     ".visible .entry k()\n{\n  .reg .b32 %r<3>;\n  tex.2d.v4.f32.f32 {%r1, %r1, %r1, %r1}, [t, {%r2, %r2}];\n}\n";
+                     ".visible .entry k()\n{\n  .reg .b32 %r<3>;\n  tex.2d.v4.f32.f32 {%r1, %r1, "
+                     "%r1, %r1}, [t, {%r2, %r2}];\n}\n";
   std::string log;
   auto p = LoadProgram(text, &log);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), Code::kInvalidPtx);
-  EXPECT_NE(p.status().message().find("tex.2d.v4.f32.f32"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("tex.2d.v4.f32.f32"), std::string::npos)
+      << p.status().message();
   EXPECT_NE(p.status().message().find("line 7"), std::string::npos) << p.status().message();
 }
 
+TEST(ParserTest, UnsupportedInstructionInUncalledFunctionFailsAtLoad) {
+  std::string text =
+      std::string(kHeader) +
+      ".func helper()\n{\n  .reg .b32 %r<3>;\n  fns.b32 %r1, %r2, %r1, 1;\n  ret;\n}\n"
+      ".visible .entry k()\n{\n  ret;\n}\n";
+  auto p = LoadProgram(text);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("line 7"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("fns.b32"), std::string::npos) << p.status().message();
+}
+
 TEST(ParserTest, UnknownRegisterAndLabelAreErrors) {
-  auto p = LoadProgram(std::string(kHeader) + ".visible .entry k()\n{\n  .reg .b32 %r<3>;\n  mov.u32 %r3, 1;\n}\n");
+  auto p = LoadProgram(std::string(kHeader) +
+                       ".visible .entry k()\n{\n  .reg .b32 %r<3>;\n  mov.u32 %r3, 1;\n}\n");
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("%r3"), std::string::npos);
   p = LoadProgram(std::string(kHeader) + ".visible .entry k()\n{\n  bra $L__nowhere;\n}\n");

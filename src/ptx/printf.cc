@@ -60,7 +60,8 @@ bool Format(Warp& w, int lane, const std::string& fmt, uint64_t args, std::strin
     std::string spec = fmt.substr(start, i - start);  // flags/width/precision
     int longs = 0;
     while (i < fmt.size() && std::string_view("hlLzjt").find(fmt[i]) != std::string_view::npos) {
-      if (fmt[i] == 'l' || fmt[i] == 'z' || fmt[i] == 'j' || fmt[i] == 't' || fmt[i] == 'L') ++longs;
+      if (fmt[i] == 'l' || fmt[i] == 'z' || fmt[i] == 'j' || fmt[i] == 't' || fmt[i] == 'L')
+        ++longs;
       ++i;
     }
     if (i >= fmt.size()) {
@@ -70,14 +71,21 @@ bool Format(Warp& w, int lane, const std::string& fmt, uint64_t args, std::strin
     char conv = fmt[i];
     uint64_t v = 0;
     switch (conv) {
-      case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'c': {
+      case 'd':
+      case 'i':
+      case 'u':
+      case 'x':
+      case 'X':
+      case 'o':
+      case 'c': {
         bool wide = longs > 0;
         if (!fetch(wide ? 8 : 4, &v)) return false;
         std::string f = spec + (wide ? "ll" : "") + conv;
         if (conv == 'c') {
           std::snprintf(buf, sizeof(buf), (spec + "c").c_str(), static_cast<int>(v));
         } else if (conv == 'd' || conv == 'i') {
-          long long sv = wide ? static_cast<long long>(v) : static_cast<long long>(static_cast<int32_t>(v));
+          long long sv =
+              wide ? static_cast<long long>(v) : static_cast<long long>(static_cast<int32_t>(v));
           std::snprintf(buf, sizeof(buf), (spec + "ll" + conv).c_str(), sv);
         } else {
           unsigned long long uv = wide ? v : static_cast<uint32_t>(v);
@@ -86,7 +94,14 @@ bool Format(Warp& w, int lane, const std::string& fmt, uint64_t args, std::strin
         *out += buf;
         break;
       }
-      case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A': {
+      case 'f':
+      case 'F':
+      case 'e':
+      case 'E':
+      case 'g':
+      case 'G':
+      case 'a':
+      case 'A': {
         if (!fetch(8, &v)) return false;
         double d;
         std::memcpy(&d, &v, 8);
@@ -103,8 +118,10 @@ bool Format(Warp& w, int lane, const std::string& fmt, uint64_t args, std::strin
       case 's': {
         if (!fetch(8, &v)) return false;
         std::string s;
-        if (v == 0) s = "(null)";
-        else if (!ReadCString(w, lane, v, &s)) return false;
+        if (v == 0)
+          s = "(null)";
+        else if (!ReadCString(w, lane, v, &s))
+          return false;
         std::snprintf(buf, sizeof(buf), (spec + "s").c_str(), s.c_str());
         *out += buf;
         break;
@@ -156,7 +173,8 @@ bool ExecBuiltinAssert(const Inst& in, Warp& w, uint32_t m) {
     uint32_t tid = w.warp_id * 32 + static_cast<uint32_t>(i);
     char buf[128];
     std::snprintf(buf, sizeof(buf), "block: [%u,%u,%u], thread: [%u,%u,%u]", w.block->ctaid.x,
-                  w.block->ctaid.y, w.block->ctaid.z, tid % b.x, (tid / b.x) % b.y, tid / (b.x * b.y));
+                  w.block->ctaid.y, w.block->ctaid.z, tid % b.x, (tid / b.x) % b.y,
+                  tid / (b.x * b.y));
     std::string text = file + ":" + std::to_string(line) + ": " + func + ": " + buf +
                        " Assertion `" + msg + "` failed.\n";
     Emit(w, text);

@@ -49,20 +49,25 @@ Status BuildGlobals(const ast::Module& m, ProgramImpl& p) {
     uint64_t n = d.vector;
     bool unsized = false;
     for (uint64_t x : d.dims) {
-      if (x == 0) unsized = true;
-      else n *= x;
+      if (x == 0)
+        unsized = true;
+      else
+        n *= x;
     }
     if (unsized) n = std::max<uint64_t>(d.init.size(), 1);  // a[] = {..}
-    if (n * es > kMaxGlobalBytes) return PtxErrorAt(d.line, d.col, "global " + d.name + " too large");
+    if (n * es > kMaxGlobalBytes)
+      return PtxErrorAt(d.line, d.col, "global " + d.name + " too large");
     g.size = n * es;
     g.align = d.align ? d.align : es;
     if (d.has_init) {
-      if (d.init.size() > n) return PtxErrorAt(d.line, d.col, "too many initializers for " + d.name);
+      if (d.init.size() > n)
+        return PtxErrorAt(d.line, d.col, "too many initializers for " + d.name);
       g.init.assign(g.size, 0);
       for (size_t i = 0; i < d.init.size(); ++i) {
         const auto& in = d.init[i];
         if (in.is_symbol) {
-          if (es != 8) return PtxErrorAt(d.line, d.col, "address initializer needs a 64-bit element");
+          if (es != 8)
+            return PtxErrorAt(d.line, d.col, "address initializer needs a 64-bit element");
           GlobalInfo::Reloc r;
           r.offset = i * es;
           r.addend = in.addend;
@@ -144,7 +149,8 @@ Status BuildKernel(const ast::Module& m, int fi, ProgramImpl& p) {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text, std::string* error_log,
+StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text,
+                                                     std::string* error_log,
                                                      std::string* info_log) {
   auto fail = [&](const Status& s) -> Status {
     if (error_log) *error_log += s.message() + "\n";
@@ -153,13 +159,21 @@ StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text, 
   auto parsed = ParseModule(ptx_text);
   if (!parsed.ok()) return fail(parsed.status());
   const ast::Module& m = *parsed;
-  if (m.address_size != 64) return fail(Error(Code::kInvalidPtx, "only .address_size 64 is supported"));
+  if (m.address_size != 64)
+    return fail(Error(Code::kInvalidPtx, "only .address_size 64 is supported"));
   auto prog = std::make_shared<ProgramImpl>();
   Status s = BuildGlobals(m, *prog);
   if (!s.ok()) return fail(s);
   for (size_t i = 0; i < m.functions.size(); ++i) {
     if (!m.functions[i].is_entry) continue;
     s = BuildKernel(m, static_cast<int>(i), *prog);
+    if (!s.ok()) return fail(s);
+  }
+  for (size_t i = 0; i < m.functions.size(); ++i) {
+    if (m.functions[i].is_entry || !m.functions[i].has_body) continue;
+    KernelImage scratch;
+    LowerCtx ctx(m, *prog, scratch);
+    s = ctx.ValidateFunction(static_cast<int>(i));
     if (!s.ok()) return fail(s);
   }
   if (info_log) {

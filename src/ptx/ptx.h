@@ -33,20 +33,20 @@ struct ParamInfo {
 struct KernelInfo {
   std::string name;
   std::vector<ParamInfo> params;
-  uint32_t param_bytes = 0;           // size of the packed parameter buffer
-  uint32_t static_shared_bytes = 0;   // .shared declarations (not the dynamic extern array)
-  uint32_t local_bytes = 0;           // per-thread .local declarations
-  uint32_t num_regs = 0;              // registers declared (reported by cuFuncGetAttribute)
+  uint32_t param_bytes = 0;               // size of the packed parameter buffer
+  uint32_t static_shared_bytes = 0;       // .shared declarations (not the dynamic extern array)
+  uint32_t local_bytes = 0;               // per-thread .local declarations
+  uint32_t num_regs = 0;                  // registers declared (reported by cuFuncGetAttribute)
   uint32_t max_threads_per_block = 1024;  // from .maxntid / .reqntid when present
-  Dim3 reqntid{0, 0, 0};              // .reqntid when present (x == 0 otherwise)
+  Dim3 reqntid{0, 0, 0};                  // .reqntid when present (x == 0 otherwise)
 };
 
 struct GlobalInfo {
   std::string name;
   uint64_t size = 0;
   uint32_t align = 1;
-  bool is_const = false;          // .const state space (read-only to kernels)
-  std::vector<uint8_t> init;      // initial bytes (empty means zero-filled)
+  bool is_const = false;      // .const state space (read-only to kernels)
+  std::vector<uint8_t> init;  // initial bytes (empty means zero-filled)
   // Address initializers (`.global .u64 p = {generic(x)}`): the adapter writes the 8-byte
   // device address of globals()[target] plus addend at `offset` after placing the globals.
   struct Reloc {

@@ -2,9 +2,9 @@
 // native thread, so the ratio is the interpreter's per-core overhead).
 //   ptx_benchmark [corpus_dir]
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <random>
 
 #include "ptx/test_util.h"
@@ -45,7 +45,8 @@ __attribute__((noinline)) void NativeNbody(int n, const float* pos, float* acc) 
   for (int i = 0; i < n; ++i) {
     float ax = 0, ay = 0, az = 0;
     for (int j = 0; j < n; ++j) {
-      float dx = pos[4 * j] - pos[4 * i], dy = pos[4 * j + 1] - pos[4 * i + 1], dz = pos[4 * j + 2] - pos[4 * i + 2];
+      float dx = pos[4 * j] - pos[4 * i], dy = pos[4 * j + 1] - pos[4 * i + 1],
+            dz = pos[4 * j + 2] - pos[4 * i + 2];
       float r2 = dx * dx + dy * dy + dz * dz + 0.01f;
       float inv = 1.0f / std::sqrt(r2);
       float s = pos[4 * j + 3] * inv * inv * inv;
@@ -69,14 +70,17 @@ int Main(int argc, char** argv) {
   testing::TestMemory mem;
   auto loaded = testing::LoadInto(ptx, mem);
   if (!loaded.program) {
-    std::fprintf(stderr, "cannot load %s/block_sm75.ptx: %s\n", dir.c_str(), loaded.error_log.c_str());
+    std::fprintf(stderr, "cannot load %s/block_sm75.ptx: %s\n", dir.c_str(),
+                 loaded.error_log.c_str());
     return 1;
   }
   Executor exec(1);
-  auto launch = [&](const char* name, Dim3 grid, Dim3 block, uint32_t shared, std::vector<testing::Arg> args) {
+  auto launch = [&](const char* name, Dim3 grid, Dim3 block, uint32_t shared,
+                    std::vector<testing::Arg> args) {
     const KernelInfo* k = loaded.program->FindKernel(name);
     std::vector<uint8_t> buf(k->param_bytes);
-    for (size_t i = 0; i < args.size(); ++i) std::memcpy(buf.data() + k->params[i].offset, args[i].bytes.data(), args[i].bytes.size());
+    for (size_t i = 0; i < args.size(); ++i)
+      std::memcpy(buf.data() + k->params[i].offset, args[i].bytes.data(), args[i].bytes.size());
     LaunchEnv env;
     env.memory = &mem;
     env.global_addresses = loaded.global_addrs;
@@ -86,14 +90,19 @@ int Main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> d(-1, 1);
 
-  std::printf("CPU time per run, 1 worker thread vs 1 native thread\n%-12s %12s %12s %8s\n", "kernel", "interp (ms)", "native (ms)", "ratio");
+  std::printf("CPU time per run, 1 worker thread vs 1 native thread\n%-12s %12s %12s %8s\n",
+              "kernel", "interp (ms)", "native (ms)", "ratio");
   {
     const int n = 256;
     std::vector<float> a(n * n), b(n * n), c(n * n);
     for (auto& v : a) v = d(rng);
     for (auto& v : b) v = d(rng);
     uint64_t da = mem.Upload(a), db = mem.Upload(b), dc = mem.Alloc(n * n * 4);
-    double ti = TimeIt([&] { launch("sgemm", {n / 16, n / 16, 1}, {16, 16, 1}, 0, {n, da, db, dc}); }, 3);
+    double ti = TimeIt(
+        [&] {
+          launch("sgemm", {n / 16, n / 16, 1}, {16, 16, 1}, 0, {n, da, db, dc});
+        },
+        3);
     double tn = TimeIt([&] { NativeSgemm(n, a.data(), b.data(), c.data()); }, 10);
     std::printf("%-12s %12.2f %12.2f %8.1f\n", "sgemm256", ti * 1e3, tn * 1e3, ti / tn);
   }
@@ -102,7 +111,11 @@ int Main(int argc, char** argv) {
     std::vector<float> pos(4 * n), acc(3 * n);
     for (auto& v : pos) v = d(rng) * 10;
     uint64_t dp = mem.Upload(pos), dacc = mem.Alloc(3 * n * 4);
-    double ti = TimeIt([&] { launch("nbody", {n / 128, 1, 1}, {128, 1, 1}, 128 * 16, {n, dp, dacc}); }, 2);
+    double ti = TimeIt(
+        [&] {
+          launch("nbody", {n / 128, 1, 1}, {128, 1, 1}, 128 * 16, {n, dp, dacc});
+        },
+        2);
     double tn = TimeIt([&] { NativeNbody(n, pos.data(), acc.data()); }, 3);
     std::printf("%-12s %12.2f %12.2f %8.1f\n", "nbody4096", ti * 1e3, tn * 1e3, ti / tn);
   }
@@ -111,7 +124,11 @@ int Main(int argc, char** argv) {
     std::vector<float> in(n);
     for (auto& v : in) v = d(rng);
     uint64_t din = mem.Upload(in), dout = mem.Alloc(4);
-    double ti = TimeIt([&] { launch("block_reduce", {n / 256, 1, 1}, {256, 1, 1}, 256 * 4, {din, dout, n}); }, 3);
+    double ti = TimeIt(
+        [&] {
+          launch("block_reduce", {n / 256, 1, 1}, {256, 1, 1}, 256 * 4, {din, dout, n});
+        },
+        3);
     volatile float sink = 0;
     double tn = TimeIt([&] { sink = NativeReduce(in.data(), n); }, 10);
     std::printf("%-12s %12.2f %12.2f %8.1f\n", "reduce4M", ti * 1e3, tn * 1e3, ti / tn);

@@ -4,10 +4,10 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -166,7 +166,8 @@ class Runner {
       std::lock_guard<std::mutex> l(print_mu_);
       printed_ += s;
     };
-    return SharedExecutor().Launch(*loaded_.program, *k, LaunchConfig{grid, block, shared}, buf, env);
+    return SharedExecutor().Launch(*loaded_.program, *k, LaunchConfig{grid, block, shared}, buf,
+                                   env);
   }
   std::string printed() {
     std::lock_guard<std::mutex> l(print_mu_);

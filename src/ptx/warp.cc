@@ -29,7 +29,8 @@ void Warp::Reschedule() {
   uint32_t cand = runnable;
   if (has_called) {
     size_t deepest = 0;
-    for (uint32_t m = runnable; m; m &= m - 1) deepest = std::max(deepest, stack[__builtin_ctz(m)].size());
+    for (uint32_t m = runnable; m; m &= m - 1)
+      deepest = std::max(deepest, stack[__builtin_ctz(m)].size());
     cand = 0;
     for (uint32_t m = runnable; m; m &= m - 1) {
       int i = __builtin_ctz(m);
@@ -60,9 +61,10 @@ void Warp::Fault(Code code_value, const Inst& in, int lane, const std::string& w
   const Dim3& b = launch->config.block;
   uint32_t t = warp_id * 32 + static_cast<uint32_t>(lane < 0 ? 0 : lane);
   char buf[256];
-  std::snprintf(buf, sizeof(buf), " in kernel %s, PTX line %d (%s), block (%u,%u,%u), thread (%u,%u,%u)",
-                img.name.c_str(), dbg ? dbg->line : 0, dbg ? dbg->text.c_str() : "?", block->ctaid.x,
-                block->ctaid.y, block->ctaid.z, t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
+  std::snprintf(
+      buf, sizeof(buf), " in kernel %s, PTX line %d (%s), block (%u,%u,%u), thread (%u,%u,%u)",
+      img.name.c_str(), dbg ? dbg->line : 0, dbg ? dbg->text.c_str() : "?", block->ctaid.x,
+      block->ctaid.y, block->ctaid.z, t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
   launch->Fail(Status(code_value, what + buf));
   state = WarpState::kDone;
   active = 0;
@@ -117,7 +119,8 @@ void RunWarp(Warp& w) {
       budget = 4096;
       if (w.launch->Stopped()) {
         if (!w.launch->failed.load()) {
-          w.launch->Fail(Status(Code::kLaunchFailed, "launch cancelled in kernel " + w.launch->image->name));
+          w.launch->Fail(
+              Status(Code::kLaunchFailed, "launch cancelled in kernel " + w.launch->image->name));
         }
         w.state = WarpState::kDone;
         return;

@@ -65,10 +65,10 @@ struct Warp {
   uint32_t local_stride = 0;
   const Inst* code = nullptr;
   uint32_t pc = 0;
-  uint32_t active = 0;      // lanes executing at pc
-  uint32_t next_wait = 0;   // lowest pc among other runnable lanes (UINT32_MAX: none)
-  uint32_t live = 0;        // lanes not exited
-  uint32_t blocked = 0;     // lanes waiting at a barrier
+  uint32_t active = 0;     // lanes executing at pc
+  uint32_t next_wait = 0;  // lowest pc among other runnable lanes (UINT32_MAX: none)
+  uint32_t live = 0;       // lanes not exited
+  uint32_t blocked = 0;    // lanes waiting at a barrier
   uint32_t bar_wait[kNumBarriers] = {};
   uint32_t lane_pc[32] = {};
   WarpState state = WarpState::kRunning;
