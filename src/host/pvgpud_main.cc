@@ -11,6 +11,7 @@
 #include "adapters/registry.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "host/config.h"
 #include "host/server.h"
 #include "host/version.h"
 
@@ -25,9 +26,42 @@ struct Options {
   int ready_fd = -1;
   std::string log_file;
   std::string log_level;
+  std::string config;
+  std::string device_sockets;
+  bool adapters_given = false;
   std::string cuda_driver;  // cuda adapter: the host's libcuda.so.1 (docs/cuda-adapter.md)
   std::string nvml;
 };
+
+// The listeners to open: the config file's, then --listen's (admin), then --device-sockets'.
+// When neither the file nor --listen names one, the default socket (admin) is opened, so the
+// host's own tools (pvgpu smi, pvgpu cdi generate) still find it.
+pvgpu::StatusOr<std::vector<pvgpu::host::ListenerConfig>> PlanListeners(
+    const Options& options, const pvgpu::host::HostConfig& file, size_t adapter_count,
+    uint64_t quota) {
+  using namespace pvgpu;
+  std::vector<host::ListenerConfig> plan = file.listeners;
+  PVGPU_TRY(host::ValidateListeners(plan, adapter_count, options.config));
+  std::vector<std::string> listen = options.listen;
+  if (listen.empty() && file.listeners.empty()) listen.push_back("unix:" + DefaultSocketPath());
+  for (const auto& address : listen) {
+    host::ListenerConfig config;
+    config.address = address;
+    config.memory_quota = quota;
+    plan.push_back(config);
+  }
+  if (!options.device_sockets.empty()) {
+    std::string dir = options.device_sockets;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    if (dir.empty() || dir[0] != '/') {
+      return Error(Code::kInvalidValue, "--device-sockets needs an absolute directory");
+    }
+    for (auto& listener : host::DeviceSocketListeners(dir, adapter_count, quota, 0660)) {
+      plan.push_back(std::move(listener));
+    }
+  }
+  return plan;
+}
 
 int Serve(const Options& options) {
   using namespace pvgpu;
@@ -50,7 +84,25 @@ int Serve(const Options& options) {
     std::cerr << "pvgpud: bad --quota '" << options.quota << "' (e.g. 512M)\n";
     return 2;
   }
-  auto adapters = adapters::CreateAdapters(options.adapters, registry);
+  host::HostConfig file;
+  if (!options.config.empty()) {
+    auto loaded = host::LoadHostConfig(options.config);
+    if (!loaded.ok()) {
+      std::cerr << "pvgpud: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    file = std::move(loaded).value();
+  }
+  std::string adapter_spec = options.adapters;
+  if (!file.adapters.empty()) {
+    if (options.adapters_given && file.adapters != options.adapters) {
+      std::cerr << "pvgpud: --adapters '" << options.adapters << "' contradicts \"adapters\": '"
+                << file.adapters << "' in " << options.config << "; give one of them\n";
+      return 2;
+    }
+    adapter_spec = file.adapters;
+  }
+  auto adapters = adapters::CreateAdapters(adapter_spec, registry);
   if (!adapters.ok()) {
     std::cerr << "pvgpud: " << adapters.status().message() << "\n";
     return 2;
@@ -70,16 +122,18 @@ int Serve(const Options& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  auto plan = PlanListeners(options, file, adapters->size(), quota);
+  if (!plan.ok()) {
+    std::cerr << "pvgpud: " << plan.status().message() << "\n";
+    return 2;
+  }
   host::Server server(std::move(adapters).value());
-  std::vector<std::string> listen = options.listen;
-  if (listen.empty()) listen.push_back("unix:" + DefaultSocketPath());
-  for (const auto& address : listen) {
-    host::ListenerConfig config;
-    config.address = address;
-    config.memory_quota = quota;
-    Status added = server.AddListener(config);
+  for (const auto& config : *plan) {
+    Status added = host::EnsureSocketDirectory(config.address);
+    if (added.ok()) added = server.AddListener(config);
     if (!added.ok()) {
-      std::cerr << "pvgpud: cannot listen on " << address << ": " << added.message() << "\n";
+      std::cerr << "pvgpud: cannot listen on " << config.address << ": " << added.message()
+                << "\n";
       return 1;
     }
   }
@@ -105,7 +159,7 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen,
                  "Address to accept guests on, repeatable: unix:PATH (default unix:" +
                      pvgpu::DefaultSocketPath() + ")");
-  app.add_option("--adapters", options.adapters,
+  CLI::Option* adapters_option = app.add_option("--adapters", options.adapters,
                  "Adapters to serve, in order: a comma-separated list of KIND[:memory=SIZE]; "
                  "kinds: cpu, cuda (every GPU of the host's CUDA driver)")
       ->capture_default_str();
@@ -121,6 +175,13 @@ int main(int argc, char** argv) {
                  "pvgpu's own is accepted here to chain to the pvgpud named by PVGPU_HOST)");
   app.add_option("--nvml", options.nvml,
                  "libnvidia-ml.so.1 for the cuda adapters' utilization (default: the system's)");
+  app.add_option("--config", options.config,
+                 "JSON file with \"adapters\" and \"listeners\" (address, adapters, "
+                 "memory_quota, admin, mode); see docs/containers.md")
+      ->check(CLI::ExistingFile);
+  app.add_option("--device-sockets", options.device_sockets,
+                 "Also listen on DIR/gpu-<index>.sock for each adapter and DIR/all.sock, "
+                 "non-admin, with --quota: the sockets `pvgpu cdi generate` gives containers");
   app.add_option("--ready-fd", options.ready_fd,
                  "Write \"ready\" to this descriptor once listening, then close it");
   app.add_option("--log-file", options.log_file, "Append logs to FILE instead of stderr");
@@ -128,6 +189,7 @@ int main(int argc, char** argv) {
                  "error, warn, info, debug or trace (default: PVGPU_LOG, else info)");
   app.set_version_flag("--version", pvgpu::host::kVersionString);
   CLI11_PARSE(app, argc, argv);
+  options.adapters_given = adapters_option->count() > 0;
 
   if (!options.log_file.empty()) setenv("PVGPU_LOG_FILE", options.log_file.c_str(), 1);
   if (!options.log_level.empty()) {

@@ -34,7 +34,7 @@ Status Server::AddListener(const ListenerConfig& config) {
     return Error(Code::kNotSupported, "unsupported listen address '" + config.address +
                                           "' (expected unix:PATH)");
   }
-  PVGPU_ASSIGN_OR_RETURN(listener->unix, transport::UnixListener::Listen(path));
+  PVGPU_ASSIGN_OR_RETURN(listener->unix, transport::UnixListener::Listen(path, config.mode));
   Listener* raw = listener.get();
   listener->thread = std::thread([this, raw] { AcceptLoop(raw); });
   PVGPU_INFO("listening on unix:" << path << " (" << raw->policy.adapters.size()

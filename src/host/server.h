@@ -21,6 +21,7 @@ struct ListenerConfig {
   std::vector<uint32_t> adapters;     // host adapter indices; empty = all
   uint64_t memory_quota = 0;          // per session; 0 = none
   bool admin = true;                  // its sessions may see the whole host (pvgpu smi)
+  int mode = 0666;                    // the socket file's permissions
 };
 
 class Server {
