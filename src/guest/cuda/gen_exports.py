@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generates the export surface of the guest libcuda.so.1 from the toolkit's headers.
 
-Inputs: cuda.h (every function the driver API declares) and cudaTypedefs.h (every
+Inputs: cuda.h and cudaProfiler.h (every function the driver API declares; libcuda exports
+the profiler calls too) and cudaTypedefs.h, cudaProfilerTypedefs.h (every
 (function, ABI version) pair as PFN_<name>_v<version>[_ptds|_ptsz] typedefs), plus the
 hand-written api_*.cc sources (to know which functions pvgpu implements).
 
@@ -36,6 +37,8 @@ import subprocess
 import sys
 
 PT_SUFFIXES = ("_ptds", "_ptsz")
+API_HEADERS = ("cuda.h", "cudaProfiler.h")
+TYPEDEF_HEADERS = ("cudaTypedefs.h", "cudaProfilerTypedefs.h")
 
 
 def preprocess(cc, include_dir, header, defines=(), macros_only=False):
@@ -96,8 +99,9 @@ def name_macros(cc, include_dir):
 
 
 def pfn_pairs(cc, include_dir):
-    """[(base, version, suffix)] from cudaTypedefs.h, legacy section included."""
-    text = preprocess(cc, include_dir, "cudaTypedefs.h", ["__CUDA_API_VERSION_INTERNAL"])
+    """[(base, version, suffix)] from the typedef headers, legacy section included."""
+    text = "".join(preprocess(cc, include_dir, header, ["__CUDA_API_VERSION_INTERNAL"])
+                   for header in TYPEDEF_HEADERS)
     pairs = set()
     for m in re.finditer(r"\bPFN_(cu\w+?)_v(\d+)(_ptds|_ptsz)?\)", text):
         pairs.add((m.group(1), int(m.group(2)), m.group(3) or ""))
@@ -250,7 +254,8 @@ def main():
     cc, include_dir, outdir, sources = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     decls = {}
     for defines in ([], ["CUDA_API_PER_THREAD_DEFAULT_STREAM"], ["__CUDA_API_VERSION_INTERNAL"]):
-        decls.update(declarations(preprocess(cc, include_dir, "cuda.h", defines)))
+        for header in API_HEADERS:
+            decls.update(declarations(preprocess(cc, include_dir, header, defines)))
     bad = {n: r for n, (r, _) in decls.items() if r != "CUresult"}
     if bad:
         sys.exit(f"gen_exports.py: functions not returning CUresult need a stub rule: {bad}")

@@ -6,8 +6,11 @@
 // the generator's table, so that a generator bug cannot agree with itself.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <elf.h>
 
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -50,6 +53,42 @@ TEST_F(LibcudaTest, ExportsEveryDeclaredFunction) {
     EXPECT_NE(Sym(name.c_str()), nullptr) << name;
   }
   EXPECT_GT(count, 600);  // cuda.h 13 declares about 630 names with the legacy ones
+}
+
+// The cu* names in an ELF shared object's dynamic symbol table, read from the file (the
+// toolkit's link stub cannot be dlopen()ed beside ours: both are libcuda.so.1).
+std::set<std::string> DefinedCuSymbols(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::set<std::string> names;
+  if (file.size() < sizeof(Elf64_Ehdr)) return names;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, file.data(), sizeof(eh));
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shoff + uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > file.size()) {
+    return names;
+  }
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  std::memcpy(sections.data(), file.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+  for (const auto& sh : sections) {
+    if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= sections.size()) continue;
+    const Elf64_Shdr& strtab = sections[sh.sh_link];
+    for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, file.data() + sh.sh_offset + off, sizeof(sym));
+      if (sym.st_shndx == SHN_UNDEF || sym.st_name >= strtab.sh_size) continue;
+      const std::string name(file.data() + strtab.sh_offset + sym.st_name);
+      if (name.rfind("cu", 0) == 0) names.insert(name);
+    }
+  }
+  return names;
+}
+
+// The toolkit's libcuda.so link stub carries the real driver's export list.
+TEST_F(LibcudaTest, ExportsWhatTheToolkitStubExports) {
+  const auto real = DefinedCuSymbols(PVGPU_CUDA_STUB_LIBRARY);
+  if (real.empty()) GTEST_SKIP() << "no readable " << PVGPU_CUDA_STUB_LIBRARY;
+  for (const auto& name : real) EXPECT_NE(Sym(name.c_str()), nullptr) << name;
 }
 
 TEST_F(LibcudaTest, ExportsVersionedLegacyAndPerThreadNames) {
