@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "common/log.h"
+#include "tools/adapters_command.h"
 #include "tools/console.h"
 #include "tools/run_command.h"
+#include "tools/smi_command.h"
 #include "tools/subcommand.h"
 
 namespace {
@@ -38,6 +40,8 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<pvgpu::tools::Subcommand> subcommands = {
       pvgpu::tools::RegisterRunCommand(app, &trailing),
+      pvgpu::tools::RegisterAdaptersCommand(app),
+      pvgpu::tools::RegisterSmiCommand(app),
   };
 
   try {

@@ -27,6 +27,25 @@ std::string DriverVersionNumber(const std::string& host_version) {
   return space == std::string::npos ? host_version : host_version.substr(space + 1);
 }
 
+// Works without nvmlInit, as NVML's (which asks libcuda) does. Before nvmlInit the first host
+// in PVGPU_HOST that answers is asked; with none reachable it is LIBRARY_NOT_FOUND, NVML's
+// answer when it cannot load libcuda.
+nvmlReturn_t CudaDriverVersion(int* version) {
+  if (version == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  State& state = State::Get();
+  if (state.CheckInit() == NVML_SUCCESS && state.driver_version() != 0) {
+    *version = state.driver_version();
+    return NVML_SUCCESS;
+  }
+  for (pvgpu::guest::Client* client : pvgpu::guest::Client::FromEnvironment()) {
+    if (client->Connect().ok()) {
+      *version = static_cast<int>(client->hello().driver_version);
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_LIBRARY_NOT_FOUND;
+}
+
 }  // namespace
 
 extern "C" {
@@ -107,29 +126,14 @@ nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
                     version, length);
 }
 
-// Works without nvmlInit, as NVML's (which asks libcuda) does. Before nvmlInit the first host
-// in PVGPU_HOST is asked; with none reachable it is LIBRARY_NOT_FOUND, NVML's answer when it
-// cannot load libcuda.
 nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* cudaDriverVersion) {
   PVGPU_NVML_TRACE("nvmlSystemGetCudaDriverVersion", cudaDriverVersion);
-  if (cudaDriverVersion == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  State& state = State::Get();
-  if (state.CheckInit() == NVML_SUCCESS && state.driver_version() != 0) {
-    *cudaDriverVersion = state.driver_version();
-    return NVML_SUCCESS;
-  }
-  for (pvgpu::guest::Client* client : pvgpu::guest::Client::FromEnvironment()) {
-    if (client->Connect().ok()) {
-      *cudaDriverVersion = static_cast<int>(client->hello().driver_version);
-      return NVML_SUCCESS;
-    }
-  }
-  return NVML_ERROR_LIBRARY_NOT_FOUND;
+  return CudaDriverVersion(cudaDriverVersion);
 }
 
 nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* cudaDriverVersion) {
   PVGPU_NVML_TRACE("nvmlSystemGetCudaDriverVersion_v2", cudaDriverVersion);
-  return nvmlSystemGetCudaDriverVersion(cudaDriverVersion);
+  return CudaDriverVersion(cudaDriverVersion);
 }
 
 }  // extern "C"

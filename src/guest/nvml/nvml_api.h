@@ -1,16 +1,19 @@
 // The part of NVIDIA's NVML C API that libnvidia-ml.so.1 implements, written from NVIDIA's public
 // NVML API reference (no nvml.h ships with the toolkit on this machine). Programs compiled
 // against the real nvml.h pass these structs to us, so every layout here must match NVML's
-// byte for byte; the static_asserts pin the sizes on LP64 Linux.
+// byte for byte; the static_asserts pin the sizes on LP64 Linux. Plain C as well as C++, like
+// nvml.h, so that C test programs use it too.
 //
 // Implementors: a new call needs its prototype here, a definition in an api_*.cc file (which
 // overrides the weak NOT_SUPPORTED stub generated from nvml_functions.txt), and its name in
 // nvml_functions.txt if it is not there yet.
 #pragma once
 
-#include <cstddef>
+#include <stddef.h>
 
+#ifdef __cplusplus
 extern "C" {
+#endif
 
 typedef enum nvmlReturn_enum {
   NVML_SUCCESS = 0,
@@ -130,14 +133,20 @@ typedef enum nvmlTemperatureSensors_enum {
   NVML_TEMPERATURE_COUNT
 } nvmlTemperatureSensors_t;
 
-static_assert(sizeof(nvmlPciInfo_t) == 68);
-static_assert(offsetof(nvmlPciInfo_t, busId) == 36);
-static_assert(sizeof(nvmlMemory_t) == 24);
-static_assert(sizeof(nvmlMemory_v2_t) == 40);
-static_assert(nvmlMemory_v2 == 0x02000028);
-static_assert(sizeof(nvmlUtilization_t) == 8);
-static_assert(sizeof(nvmlProcessInfo_v1_t) == 16);
-static_assert(sizeof(nvmlProcessInfo_v2_t) == 24);
+#ifdef __cplusplus
+#define PVGPU_NVML_STATIC_ASSERT static_assert
+#else
+#define PVGPU_NVML_STATIC_ASSERT _Static_assert
+#endif
+PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
+PVGPU_NVML_STATIC_ASSERT(offsetof(nvmlPciInfo_t, busId) == 36, "busId");
+PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t");
+PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t");
+PVGPU_NVML_STATIC_ASSERT(nvmlMemory_v2 == 0x02000028, "nvmlMemory_v2");
+PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t");
+PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t");
+PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t");
+#undef PVGPU_NVML_STATIC_ASSERT
 
 // Initialization and errors.
 nvmlReturn_t nvmlInit(void);
@@ -185,4 +194,6 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsign
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                      nvmlProcessInfo_t* infos);
 
+#ifdef __cplusplus
 }  // extern "C"
+#endif

@@ -1,0 +1,93 @@
+#include "tools/host_status.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "common/paths.h"
+#include "guest/client/client.h"
+#include "tools/host_address.h"
+
+namespace pvgpu::tools {
+
+using nlohmann::json;
+
+StatusOr<std::string> ChooseStatusHost(const std::optional<std::string>& host_option) {
+  std::string text;
+  if (host_option) {
+    text = *host_option;
+  } else {
+    // PVGPU_HOST may list several hosts (libcuda uses them all); the tools show one.
+    std::stringstream list(GuestHostAddress());
+    std::getline(list, text, ',');
+    text.erase(0, text.find_first_not_of(" \t"));
+    text.erase(text.find_last_not_of(" \t") + 1);
+  }
+  StatusOr<HostAddress> address = ParseHostAddress(text);
+  if (!address.ok()) return address.status();
+  if (address->kind == HostAddress::Kind::kUnix) return "unix:" + address->target;
+  return address->original;
+}
+
+StatusOr<json> FetchHostStatusJson(const std::string& address) {
+  guest::Client& client = guest::Client::ForAddress(address);
+  if (Status connected = client.Connect(); !connected.ok()) {
+    return Error(Code::kNoDevice,
+                 "no pvgpu host reachable at " + address + " (" + connected.message() +
+                     "); start pvgpud, or name a running one with --host ADDR or PVGPU_HOST");
+  }
+  std::vector<uint8_t> payload;
+  const Code code = client.Call(protocol::HostStatusRequest{}, {}, nullptr, &payload);
+  if (code != Code::kOk) {
+    return Error(code, "the host at " + address + " did not answer the status request (code " +
+                           std::to_string(static_cast<int>(code)) + ")");
+  }
+  json status = json::parse(payload.begin(), payload.end(), nullptr, /*allow_exceptions=*/false);
+  if (status.is_discarded() || !status.is_object()) {
+    return Error(Code::kUnknown, "the host at " + address + " sent an unreadable status");
+  }
+  return status;
+}
+
+json GuestProcesses(const json& status, int own_pid) {
+  std::map<int, json> by_pid;
+  std::vector<int> order;
+  for (const json& s : status.value("sessions", json::array())) {
+    const int pid = s.value("pid", 0);
+    if (pid == own_pid) continue;
+    auto [it, inserted] = by_pid.try_emplace(pid, json{{"pid", pid},
+                                                       {"name", s.value("name", "")},
+                                                       {"memory_used", uint64_t{0}},
+                                                       {"contexts", 0},
+                                                       {"devices", json::array()}});
+    if (inserted) order.push_back(pid);
+    json& p = it->second;
+    p["memory_used"] = p["memory_used"].get<uint64_t>() + s.value("memory_used", uint64_t{0});
+    p["contexts"] = p["contexts"].get<int>() + s.value("contexts", 0);
+    for (const json& d : s.value("devices", json::array())) {
+      json& devices = p["devices"];
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    }
+  }
+  json out = json::array();
+  for (int pid : order) out.push_back(by_pid[pid]);
+  return out;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double value = static_cast<double>(bytes);
+  int unit = -1;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+}  // namespace pvgpu::tools
