@@ -119,7 +119,7 @@ TEST_F(LibcudaTest, ForwardersReachTheImplementation) {
   // Before cuInit the implementations answer NOT_INITIALIZED; a stub would say NOT_SUPPORTED.
   using OneArg = CUresult (*)(void*);
   for (const char* name : {"cuStreamSynchronize_ptsz", "cuStreamQuery_ptsz", "cuCtxDestroy",
-                           "cuStreamDestroy", "cuEventDestroy"}) {
+                           "cuStreamDestroy", "cuEventDestroy", "cuProfilerStart"}) {
     auto fn = reinterpret_cast<OneArg>(Sym(name));
     ASSERT_NE(fn, nullptr) << name;
     EXPECT_NE(fn(nullptr), CUDA_ERROR_NOT_SUPPORTED) << name;
