@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "tools/adapters_command.h"
+#include "tools/cdi_command.h"
 #include "tools/console.h"
 #include "tools/run_command.h"
 #include "tools/smi_command.h"
@@ -40,6 +41,7 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<pvgpu::tools::Subcommand> subcommands = {
       pvgpu::tools::RegisterRunCommand(app, &trailing),
+      pvgpu::tools::RegisterCdiCommand(app),
       pvgpu::tools::RegisterAdaptersCommand(app),
       pvgpu::tools::RegisterSmiCommand(app),
   };
