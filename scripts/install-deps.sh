@@ -13,6 +13,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   libssl-dev libzstd-dev liblz4-dev
   clang clang-format clang-tidy
+  iproute2 openssl  # remote tests (tests/remote): ip netns, certificates made at test time
 )
 CUDA_ROOT="${PVGPU_CUDA_ROOT:-/usr/local/cuda}"
 

@@ -31,6 +31,9 @@ struct Options {
   bool adapters_given = false;
   std::string cuda_driver;  // cuda adapter: the host's libcuda.so.1 (docs/cuda-adapter.md)
   std::string nvml;
+  std::string tls_cert;  // tls:// listeners (docs/remote.md)
+  std::string tls_key;
+  std::string token_file;
 };
 
 // The listeners to open: the config file's, then --listen's (admin), then --device-sockets'.
@@ -127,8 +130,21 @@ int Serve(const Options& options) {
     std::cerr << "pvgpud: " << plan.status().message() << "\n";
     return 2;
   }
+  transport::RemoteOptions remote;
+  remote.tls_cert_file = options.tls_cert;
+  remote.tls_key_file = options.tls_key;
+  if (!options.token_file.empty()) {
+    auto token = transport::ReadRemoteToken(options.token_file);
+    if (!token.ok()) {
+      std::cerr << "pvgpud: --token-file: " << token.status().message() << "\n";
+      return 2;
+    }
+    remote.token = std::move(token).value();
+  }
   host::Server server(std::move(adapters).value());
-  for (const auto& config : *plan) {
+  for (const auto& planned : *plan) {
+    host::ListenerConfig config = planned;
+    config.remote = remote;
     Status added = host::EnsureSocketDirectory(config.address);
     if (added.ok()) added = server.AddListener(config);
     if (!added.ok()) {
@@ -158,7 +174,18 @@ int main(int argc, char** argv) {
   Options options;
   app.add_option("--listen", options.listen,
                  "Address to accept guests on, repeatable: unix:PATH (default unix:" +
-                     pvgpu::DefaultSocketPath() + ")");
+                     pvgpu::DefaultSocketPath() +
+                     "), tls://HOST:PORT (needs --tls-cert, --tls-key, --token-file) or "
+                     "tcp://LOOPBACK:PORT (no TLS, no token: loopback only)");
+  app.add_option("--tls-cert", options.tls_cert,
+                 "Certificate chain (PEM) of tls:// listeners")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", options.tls_key, "Private key (PEM) of tls:// listeners")
+      ->check(CLI::ExistingFile);
+  app.add_option("--token-file", options.token_file,
+                 "File whose first line is the shared secret every tls:// guest must present "
+                 "(at least 16 characters, e.g. from `openssl rand -hex 32`)")
+      ->check(CLI::ExistingFile);
   CLI::Option* adapters_option = app.add_option("--adapters", options.adapters,
                  "Adapters to serve, in order: a comma-separated list of KIND[:memory=SIZE]; "
                  "kinds: cpu, cuda (every GPU of the host's CUDA driver)")

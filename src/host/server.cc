@@ -30,14 +30,22 @@ Status Server::AddListener(const ListenerConfig& config) {
     }
   }
   std::string path;
-  if (!LocalSocketPath(config.address, &path)) {
+  std::string bound;
+  if (transport::IsRemoteAddress(config.address)) {
+    PVGPU_ASSIGN_OR_RETURN(listener->remote,
+                           transport::RemoteListener::Listen(config.address, config.remote));
+    bound = listener->remote->address();
+  } else if (LocalSocketPath(config.address, &path)) {
+    PVGPU_ASSIGN_OR_RETURN(listener->unix, transport::UnixListener::Listen(path, config.mode));
+    bound = "unix:" + path;
+  } else {
     return Error(Code::kNotSupported, "unsupported listen address '" + config.address +
-                                          "' (expected unix:PATH)");
+                                          "' (expected unix:PATH, tls://HOST:PORT or "
+                                          "tcp://LOOPBACK:PORT)");
   }
-  PVGPU_ASSIGN_OR_RETURN(listener->unix, transport::UnixListener::Listen(path, config.mode));
   Listener* raw = listener.get();
   listener->thread = std::thread([this, raw] { AcceptLoop(raw); });
-  PVGPU_INFO("listening on unix:" << path << " (" << raw->policy.adapters.size()
+  PVGPU_INFO("listening on " << bound << " (" << raw->policy.adapters.size()
                                   << " adapter(s), quota "
                                   << (config.memory_quota ? std::to_string(config.memory_quota)
                                                           : std::string("none"))
@@ -49,7 +57,7 @@ Status Server::AddListener(const ListenerConfig& config) {
 
 void Server::AcceptLoop(Listener* listener) {
   while (!stopping_.load()) {
-    auto endpoint = listener->unix->Accept();
+    auto endpoint = listener->unix ? listener->unix->Accept() : listener->remote->Accept();
     if (stopping_.load()) break;
     if (!endpoint.ok()) {
       PVGPU_WARN("rejected a guest on " << listener->config.address << ": "
@@ -91,7 +99,10 @@ void Server::Shutdown() {
     std::lock_guard<std::mutex> lock(mutex_);
     listeners.swap(listeners_);
   }
-  for (auto& listener : listeners) listener->unix->Shutdown();
+  for (auto& listener : listeners) {
+    if (listener->unix) listener->unix->Shutdown();
+    if (listener->remote) listener->remote->Shutdown();
+  }
   for (auto& listener : listeners) {
     if (listener->thread.joinable()) listener->thread.join();
   }

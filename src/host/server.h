@@ -22,6 +22,7 @@ struct ListenerConfig {
   uint64_t memory_quota = 0;          // per session; 0 = none
   bool admin = true;                  // its sessions may see the whole host (pvgpu smi)
   int mode = 0666;                    // the socket file's permissions
+  transport::RemoteOptions remote;    // tcp:// and tls://: TLS files and token
 };
 
 class Server {
@@ -43,7 +44,8 @@ class Server {
   struct Listener {
     ListenerConfig config;
     SessionPolicy policy;
-    std::unique_ptr<transport::UnixListener> unix;
+    std::unique_ptr<transport::UnixListener> unix;      // unix: addresses
+    std::unique_ptr<transport::RemoteListener> remote;  // tcp:// and tls:// addresses
     std::thread thread;
   };
   struct SessionSlot {

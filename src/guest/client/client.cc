@@ -49,16 +49,32 @@ Status Client::Connect() {
   attempted_ = true;
   const std::string& address = address_;
   std::string path;
-  if (!LocalSocketPath(address, &path)) {
+  const bool remote = transport::IsRemoteAddress(address);
+  if (!remote && !LocalSocketPath(address, &path)) {
     connect_status_ = Error(Code::kNoDevice, "unsupported PVGPU_HOST '" + address + "'");
     PVGPU_WARN(connect_status_.message());
     return connect_status_;
   }
-  auto endpoint = transport::ConnectUnix(path);
+  StatusOr<std::unique_ptr<transport::Endpoint>> endpoint =
+      Error(Code::kNoDevice, "not connected");
+  if (remote) {
+    // tcp:// and tls:// (docs/remote.md); the token and CA come from the environment.
+    auto options = transport::GuestRemoteOptionsFromEnvironment();
+    endpoint = options.ok() ? transport::ConnectRemote(address, *options)
+                            : StatusOr<std::unique_ptr<transport::Endpoint>>(options.status());
+  } else {
+    endpoint = transport::ConnectUnix(path);
+  }
   if (!endpoint.ok()) {
     connect_status_ = Error(Code::kNoDevice, "no pvgpu host at " + address + ": " +
                                                  endpoint.status().message());
-    PVGPU_INFO(connect_status_.message());
+    // A named remote host that refuses us (token, certificate) is a configuration error the
+    // user must see; a missing local daemon is routine.
+    if (remote) {
+      PVGPU_WARN(connect_status_.message());
+    } else {
+      PVGPU_INFO(connect_status_.message());
+    }
     return connect_status_;
   }
   endpoint_ = std::move(endpoint).value();
