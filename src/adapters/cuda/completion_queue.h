@@ -28,6 +28,8 @@ class CompletionQueue {
 
   // Work was submitted to the stream since the last Add: the next Add must record an event.
   void MarkSubmitted() { submitted_ = true; }
+  // The stream was just synchronized: everything submitted has completed.
+  void MarkIdle() { submitted_ = false; }
   // Runs `done` once everything submitted so far has completed: at once when nothing is
   // outstanding, else after the covering event. Must be called with the context current.
   void Add(std::function<void()> done);

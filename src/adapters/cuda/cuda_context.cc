@@ -1,5 +1,6 @@
 #include "adapters/cuda/cuda_context.h"
 
+#include <cstring>
 #include <vector>
 
 #include "common/log.h"
@@ -41,7 +42,8 @@ CudaContext::CudaContext(CudaAdapter* adapter, CUcontext context, CUstream strea
     : adapter_(adapter),
       context_(context),
       stream_(stream),
-      completions_(std::make_unique<CompletionQueue>(adapter->driver(), context, stream)) {}
+      completions_(std::make_unique<CompletionQueue>(adapter->driver(), context, stream)),
+      staging_(std::make_unique<StagingPool>(adapter->driver(), context)) {}
 
 CudaContext::~CudaContext() {
   const DriverApi& api = driver().api();
@@ -49,7 +51,8 @@ CudaContext::~CudaContext() {
     ScopedContext current(api, context_);
     api.cuStreamSynchronize(stream_);
   }
-  completions_.reset();  // runs every outstanding callback
+  completions_.reset();  // runs every outstanding callback, returning staging buffers
+  staging_.reset();
   {
     ScopedContext current(api, context_);
     for (const auto& [dptr, host] : host_mappings_) api.cuMemHostUnregister(host);
@@ -93,11 +96,21 @@ Status CudaContext::Free(uint64_t dptr) {
 
 Status CudaContext::Write(uint64_t dst, std::span<const uint8_t> data) {
   if (data.empty()) return Status::Ok();
-  ScopedContext current(driver().api(), context_);
-  // The source is the session's message buffer, reused after we return: the driver copies
-  // pageable memory into its staging area before cuMemcpyHtoDAsync returns.
-  return Submitted(driver().api().cuMemcpyHtoDAsync(dst, data.data(), data.size(), stream_),
-                   "cuMemcpyHtoDAsync");
+  const DriverApi& api = driver().api();
+  ScopedContext current(api, context_);
+  void* staging = data.size() <= StagingPool::kBufferBytes ? staging_->Take() : nullptr;
+  if (staging == nullptr) {
+    // The driver stages pageable memory before cuMemcpyHtoDAsync returns (after waiting for
+    // the stream), so the session's buffer may be reused at once.
+    return Submitted(api.cuMemcpyHtoDAsync(dst, data.data(), data.size(), stream_),
+                     "cuMemcpyHtoDAsync");
+  }
+  std::memcpy(staging, data.data(), data.size());
+  Status copied =
+      Submitted(api.cuMemcpyHtoDAsync(dst, staging, data.size(), stream_), "cuMemcpyHtoDAsync");
+  StagingPool* pool = staging_.get();
+  completions_->Add([pool, staging] { pool->Return(staging); });
+  return copied;
 }
 
 Status CudaContext::Read(uint64_t src, std::span<uint8_t> data) {
@@ -105,7 +118,14 @@ Status CudaContext::Read(uint64_t src, std::span<uint8_t> data) {
   ScopedContext current(driver().api(), context_);
   PVGPU_TRY(Submitted(driver().api().cuMemcpyDtoHAsync(data.data(), src, data.size(), stream_),
                       "cuMemcpyDtoHAsync"));
-  return driver().Check(driver().api().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  PVGPU_TRY(driver().Check(driver().api().cuStreamSynchronize(stream_), "cuStreamSynchronize"));
+  // Everything before the copy is done: run the waiting callbacks now, so the fence covers
+  // that work by the time the data goes back (their errors wait for the next Synchronize).
+  completions_->MarkIdle();
+  if (Status drained = completions_->Drain(); !drained.ok() && deferred_error_.ok()) {
+    deferred_error_ = drained;
+  }
+  return Status::Ok();
 }
 
 Status CudaContext::Copy(uint64_t dst, uint64_t src, uint64_t size) {
@@ -248,6 +268,7 @@ Status CudaContext::Synchronize() {
     ScopedContext current(driver().api(), context_);
     synced = driver().Check(driver().api().cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
+  if (synced.ok()) completions_->MarkIdle();
   Status drained = completions_->Drain();
   Status deferred = deferred_error_;
   deferred_error_ = Status::Ok();

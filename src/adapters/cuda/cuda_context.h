@@ -11,6 +11,7 @@
 #include "adapters/adapter.h"
 #include "adapters/cuda/completion_queue.h"
 #include "adapters/cuda/cuda_adapter.h"
+#include "adapters/cuda/staging_pool.h"
 
 namespace pvgpu::adapters::cuda {
 
@@ -60,6 +61,7 @@ class CudaContext final : public Context {
   const CUcontext context_;
   const CUstream stream_;
   std::unique_ptr<CompletionQueue> completions_;
+  std::unique_ptr<StagingPool> staging_;      // its buffers come back through completions_
   std::map<uint64_t, uint64_t> allocations_;  // dptr -> size, cuMemAlloc'd by this context
   std::map<uint64_t, void*> host_mappings_;   // dptr -> registered host address
   std::atomic<uint64_t> used_{0};

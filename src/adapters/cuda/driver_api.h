@@ -70,6 +70,8 @@ namespace pvgpu::adapters::cuda {
     "cuModuleEnumerateFunctions")                                                    \
   X(cuFuncGetName, PFN_cuFuncGetName_v12030, 12030, "cuFuncGetName")                 \
   X(cuFuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040, 12040, "cuFuncGetParamInfo")  \
+  X(cuMemAllocHost, PFN_cuMemAllocHost_v3020, 3020, "cuMemAllocHost_v2")             \
+  X(cuMemFreeHost, PFN_cuMemFreeHost_v2000, 2000, "cuMemFreeHost")                   \
   X(cuMemHostRegister, PFN_cuMemHostRegister_v6050, 6050, "cuMemHostRegister_v2")    \
   X(cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, 4000, "cuMemHostUnregister") \
   X(cuMemHostGetDevicePointer, PFN_cuMemHostGetDevicePointer_v3020, 3020,            \
