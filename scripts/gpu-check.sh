@@ -6,10 +6,15 @@
 # that would overrun is cut short and recorded as such.
 #
 # Usage: scripts/gpu-check.sh [RESULTS.json]   (default: gpu-check.json in the repository)
+# For trying the script itself without a GPU: GPU_CHECK_BUILD_DIR=DIR uses an existing build
+# (no install, no build), GPU_CHECK_CUDA_DRIVER=PATH is passed to pvgpud as --cuda-driver
+# (e.g. pvgpu's own libcuda.so.1 with PVGPU_HOST naming a second pvgpud, as the chained tests do).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 results=${1:-$root/gpu-check.json}
-build="$root/build-gpu"
+build=${GPU_CHECK_BUILD_DIR:-$root/build-gpu}
+driver_args=()
+[[ -n ${GPU_CHECK_CUDA_DRIVER:-} ]] && driver_args=(--cuda-driver "$GPU_CHECK_CUDA_DRIVER")
 budget=480
 started=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/pvgpu-gpu-check.XXXXXX")
@@ -47,23 +52,26 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
   >"$work/gpu.txt" 2>&1 || echo "nvidia-smi unavailable" >"$work/gpu.txt"
 
 # 1. Dependencies and build (Release; only what the check runs).
-if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null ||
-   ! [[ -e /usr/include/CLI/CLI.hpp ]]; then
-  step install-deps "$root/scripts/install-deps.sh"
-fi
 programs=()
 for source in "$root"/tests/e2e/*_drv.c; do programs+=("$(basename "${source%.c}")"); done
-# The e2e programs live in the test tree; only they and the daemon, tool and guest driver are
-# built, not the unit tests.
-step configure cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DPVGPU_BUILD_TESTS=ON &&
-  step build cmake --build "$build" -j"$(nproc)" --target pvgpud pvgpu pvgpu_cuda "${programs[@]}"
+if [[ -z ${GPU_CHECK_BUILD_DIR:-} ]]; then
+  if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null ||
+     ! [[ -e /usr/include/CLI/CLI.hpp ]]; then
+    step install-deps "$root/scripts/install-deps.sh"
+  fi
+  # The e2e programs live in the test tree; only they and the daemon, tool and guest driver
+  # are built, not the unit tests.
+  step configure cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPVGPU_BUILD_TESTS=ON &&
+    step build cmake --build "$build" -j"$(nproc)" --target pvgpud pvgpu pvgpu_cuda \
+      "${programs[@]}"
+fi
 
 # 2. A pvgpud serving the GPU through the system's driver (found in the standard locations).
 sock="$work/gpu.sock"
 if [[ -x $build/bin/pvgpud ]]; then
   mkfifo "$work/ready"
-  "$build/bin/pvgpud" --listen "unix:$sock" --adapters cuda --ready-fd 3 \
+  "$build/bin/pvgpud" --listen "unix:$sock" --adapters cuda "${driver_args[@]}" --ready-fd 3 \
     --log-file "$work/pvgpud.log" 3>"$work/ready" &
   daemon_pid=$!
   read -r line <"$work/ready" || line=""
