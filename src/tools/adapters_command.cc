@@ -38,8 +38,8 @@ void PrintTable(const std::string& address, const json& status, const json& adap
     std::printf("No adapters.\n");
     return;
   }
-  std::printf("%-5s %-6s %-9s %-10s %10s %-7s %-17s %-18s %s\n", "INDEX", "KIND", "TYPE",
-              "FORM", "MEMORY", "COMPUTE", "PCI BUS ID", "LUID", "UUID");
+  std::printf("%-5s %-6s %-9s %-10s %10s %-7s %-17s %-18s %s\n", "INDEX", "KIND", "TYPE", "FORM",
+              "MEMORY", "COMPUTE", "PCI BUS ID", "LUID", "UUID");
   for (const json& a : adapters) {
     char luid[24];
     std::snprintf(luid, sizeof(luid), "0x%016llx",
@@ -48,8 +48,8 @@ void PrintTable(const std::string& address, const json& status, const json& adap
                 a.value("kind", "").c_str(), a.value("software", false) ? "software" : "hardware",
                 a.value("integrated", false) ? "integrated" : "discrete",
                 FormatBytes(a.value("memory_total", uint64_t{0})).c_str(),
-                a.value("compute_capability", "").c_str(), a.value("pci_bus_id", "").c_str(),
-                luid, a.value("uuid", "").c_str());
+                a.value("compute_capability", "").c_str(), a.value("pci_bus_id", "").c_str(), luid,
+                a.value("uuid", "").c_str());
   }
   std::printf("Driver version %s (all adapters).\n", DriverVersion(status).c_str());
 }

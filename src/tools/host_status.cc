@@ -34,9 +34,11 @@ StatusOr<std::string> ChooseStatusHost(const std::optional<std::string>& host_op
 StatusOr<json> FetchHostStatusJson(const std::string& address) {
   guest::Client& client = guest::Client::ForAddress(address);
   if (Status connected = client.Connect(); !connected.ok()) {
-    return Error(Code::kNoDevice,
-                 "no pvgpu host reachable at " + address + " (" + connected.message() +
-                     "); start pvgpud, or name a running one with --host ADDR or PVGPU_HOST");
+    // The client's message names the address and the reason (e.g. "No such file or
+    // directory"); add what to do about it.
+    return Error(Code::kNoDevice, connected.message() +
+                                      "; start pvgpud, or name a running host with --host ADDR "
+                                      "or PVGPU_HOST");
   }
   std::vector<uint8_t> payload;
   const Code code = client.Call(protocol::HostStatusRequest{}, {}, nullptr, &payload);

@@ -26,19 +26,16 @@ std::string JoinDevices(const json& devices) {
 void PrintTable(const json& out) {
   const json& host = out["host"];
   const int cuda = host.value("driver_version", 0);
-  std::printf("pvgpu smi    host %s    %s    CUDA %d.%d\n",
-              host.value("address", "").c_str(), host.value("version", "").c_str(), cuda / 1000,
-              cuda % 1000 / 10);
-  const std::string rule(86, '-');
-  std::printf("%s\n%-4s %-26s %-6s %-9s %27s %6s\n%s\n", rule.c_str(), "GPU", "NAME", "KIND",
-              "TYPE", "MEMORY USED / TOTAL", "UTIL", rule.c_str());
+  std::printf("pvgpu smi    host %s    %s    CUDA %d.%d\n", host.value("address", "").c_str(),
+              host.value("version", "").c_str(), cuda / 1000, cuda % 1000 / 10);
+  const std::string rule(92, '-');
+  std::printf("%s\n%-4s %-44s %-6s %27s %6s\n%s\n", rule.c_str(), "GPU", "NAME", "KIND",
+              "MEMORY USED / TOTAL", "UTIL", rule.c_str());
   for (const json& a : out["adapters"]) {
     const std::string memory = FormatBytes(a.value("memory_used", uint64_t{0})) + " / " +
                                FormatBytes(a.value("memory_total", uint64_t{0}));
-    std::printf("%-4d %-26.26s %-6s %-9s %27s %5u%%\n", a.value("index", 0),
-                a.value("name", "").c_str(), a.value("kind", "").c_str(),
-                a.value("software", false) ? "software" : "hardware", memory.c_str(),
-                a.value("utilization_percent", 0u));
+    std::printf("%-4d %-44.44s %-6s %27s %5u%%\n", a.value("index", 0), a.value("name", "").c_str(),
+                a.value("kind", "").c_str(), memory.c_str(), a.value("utilization_percent", 0u));
   }
   std::printf("%s\nProcesses:\n", rule.c_str());
   if (out["sessions"].empty()) {

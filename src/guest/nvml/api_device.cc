@@ -73,8 +73,8 @@ void FillPci(const AdapterView& a, nvmlPciInfo_t* pci) {
   pci->pciDeviceId = kPciDeviceId;
   std::snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT,
                 a.pci_domain & 0xffff, a.pci_bus, a.pci_device);
-  std::snprintf(pci->busId, sizeof(pci->busId), NVML_DEVICE_PCI_BUS_ID_FMT, a.pci_domain,
-                a.pci_bus, a.pci_device);
+  std::snprintf(pci->busId, sizeof(pci->busId), NVML_DEVICE_PCI_BUS_ID_FMT, a.pci_domain, a.pci_bus,
+                a.pci_device);
 }
 
 nvmlReturn_t GetLegacyPciInfo(const char* name, nvmlDevice_t handle, nvmlPciInfo_t* pci) {

@@ -69,8 +69,8 @@ TEST_F(NvmlExportsTest, ExportsNothingButNvml) {
   int symbols = 0;
   while (std::fgets(line, sizeof(line), nm) != nullptr) {
     std::string text(line);
-    const std::string name = text.substr(text.rfind(' ') + 1, text.find_last_not_of("\n") -
-                                                                  text.rfind(' '));
+    const std::string name =
+        text.substr(text.rfind(' ') + 1, text.find_last_not_of("\n") - text.rfind(' '));
     if (text.find(" A ") != std::string::npos) continue;  // version nodes
     ++symbols;
     EXPECT_EQ(name.rfind("nvml", 0), 0u) << "unexpected export " << name;

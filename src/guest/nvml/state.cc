@@ -77,8 +77,7 @@ nvmlReturn_t State::CheckInit() {
 nvmlReturn_t State::Lookup(nvmlDevice_t handle, nvmlDevice_st** device) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (refcount_ == 0) return NVML_ERROR_UNINITIALIZED;
-  if (handle == nullptr ||
-      std::find(devices_.begin(), devices_.end(), handle) == devices_.end()) {
+  if (handle == nullptr || std::find(devices_.begin(), devices_.end(), handle) == devices_.end()) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   *device = handle;

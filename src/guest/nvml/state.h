@@ -23,8 +23,8 @@ class Client;
 // same) across nvmlShutdown and a later nvmlInit, as applications that cache handles expect.
 struct nvmlDevice_st {
   pvgpu::guest::Client* client = nullptr;
-  int remote_index = 0;  // the adapter's index on its host
-  unsigned index = 0;    // NVML index across all hosts
+  int remote_index = 0;                     // the adapter's index on its host
+  unsigned index = 0;                       // NVML index across all hosts
   pvgpu::guest::nvml::AdapterView adapter;  // as of nvmlInit; dynamic values are re-read
 };
 
