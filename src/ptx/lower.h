@@ -63,6 +63,7 @@ void RegisterBits(OpTable& t);
 void RegisterCompare(OpTable& t);
 void RegisterConvert(OpTable& t);
 void RegisterMemory(OpTable& t);
+void RegisterMove(OpTable& t);  // called by RegisterMemory
 void RegisterAtomic(OpTable& t);
 void RegisterWarp(OpTable& t);
 void RegisterMath(OpTable& t);

@@ -4,6 +4,7 @@
 
 #include "ptx/exec_util.h"
 #include "ptx/families.h"
+#include "ptx/float_ops.h"
 
 namespace pvgpu::ptx {
 namespace {
@@ -146,93 +147,6 @@ template <typename T>
 struct IMax {
   static T Apply(T a, T b) { return a > b ? a : b; }
 };
-
-// Float ops with flush-to-zero and saturation folded in at compile time.
-template <typename T, bool kFtz, bool kSat>
-T Post(T r) {
-  if constexpr (kFtz) r = FlushDenormal(r);
-  if constexpr (kSat) r = Saturate(r);
-  return r;
-}
-template <typename T, bool kFtz>
-T Pre(T a) {
-  if constexpr (kFtz) return FlushDenormal(a);
-  return a;
-}
-template <typename T, bool F, bool S>
-struct FAdd {
-  static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) + Pre<T, F>(b)); }
-};
-template <typename T, bool F, bool S>
-struct FSub {
-  static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) - Pre<T, F>(b)); }
-};
-template <typename T, bool F, bool S>
-struct FMul {
-  static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) * Pre<T, F>(b)); }
-};
-template <typename T, bool F, bool S>
-struct FDiv {
-  static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) / Pre<T, F>(b)); }
-};
-template <typename T, bool F, bool S>
-struct FFma {
-  static T Apply(T a, T b, T c) {
-    return Post<T, F, S>(std::fma(Pre<T, F>(a), Pre<T, F>(b), Pre<T, F>(c)));
-  }
-};
-template <typename T, bool F, bool S>
-struct FAbs {
-  static T Apply(T a) { return Post<T, F, false>(std::fabs(Pre<T, F>(a))); }
-};
-template <typename T, bool F, bool S>
-struct FNeg {
-  static T Apply(T a) { return Post<T, F, false>(-Pre<T, F>(a)); }
-};
-// min/max: a NaN operand yields the other one (IEEE minNum); .NaN propagates (kSat reused).
-template <typename T, bool F, bool kNaN>
-struct FMin {
-  static T Apply(T a, T b) {
-    a = Pre<T, F>(a);
-    b = Pre<T, F>(b);
-    if (std::isnan(a) || std::isnan(b)) {
-      if (kNaN || (std::isnan(a) && std::isnan(b))) return std::numeric_limits<T>::quiet_NaN();
-      return std::isnan(a) ? b : a;
-    }
-    if (a == b) return std::signbit(a) ? a : b;
-    return a < b ? a : b;
-  }
-};
-template <typename T, bool F, bool kNaN>
-struct FMax {
-  static T Apply(T a, T b) {
-    a = Pre<T, F>(a);
-    b = Pre<T, F>(b);
-    if (std::isnan(a) || std::isnan(b)) {
-      if (kNaN || (std::isnan(a) && std::isnan(b))) return std::numeric_limits<T>::quiet_NaN();
-      return std::isnan(a) ? b : a;
-    }
-    if (a == b) return std::signbit(a) ? b : a;
-    return a > b ? a : b;
-  }
-};
-
-template <template <typename, bool, bool> class Op, int kArgs>
-ExecFn PickFloat(Ty t, bool ftz, bool sat) {
-  return WithFloatType<ExecFn>(t, [&]<typename T>() -> ExecFn {
-    auto pick = [&]<bool F, bool S>() -> ExecFn {
-      if constexpr (kArgs == 1)
-        return &ExecUnary<T, T, Op<T, F, S>>;
-      else if constexpr (kArgs == 2)
-        return &ExecBinary<T, T, Op<T, F, S>>;
-      else
-        return &ExecTernary<T, T, Op<T, F, S>>;
-    };
-    if (ftz)
-      return sat ? pick.template operator()<true, true>() : pick.template operator()<true, false>();
-    return sat ? pick.template operator()<false, true>() : pick.template operator()<false, false>();
-  });
-}
 
 // Carry chain. flags bit0: consume CC, bit1: produce CC. aux: 0 add, 1 sub, 2 mad.lo, 3 mad.hi.
 template <typename T>

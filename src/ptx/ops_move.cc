@@ -1,0 +1,218 @@
+// Register moves (including vector pack/unpack), address conversion (cvta, isspacep) and
+// the instructions that only order memory (fences, prefetches).
+#include <atomic>
+
+#include "ptx/exec_util.h"
+#include "ptx/memory.h"
+
+namespace pvgpu::ptx {
+namespace {
+
+template <typename T>
+struct Identity {
+  static T Apply(T a) { return a; }
+};
+
+// mov.b64 d, {a, b} (pack) and mov.b64 {a, b}, d (unpack). n: element bytes, flags: count.
+bool ExecPack(const Inst& in, Warp& w, uint32_t m) {
+  uint8_t* r = w.regs;
+  const unsigned eb = in.n, cnt = in.flags;
+  ForLanes(m, [&](int i) {
+    uint64_t v = 0;
+    for (unsigned k = 0; k < cnt; ++k) {
+      uint64_t e =
+          eb == 8 ? LoadReg<uint64_t>(r, in.a[1 + k], i) : LoadReg<uint32_t>(r, in.a[1 + k], i);
+      if (eb < 8) e &= (uint64_t{1} << (8 * eb)) - 1;
+      v |= e << (8 * eb * k);
+    }
+    if (eb * cnt == 8)
+      StoreReg<uint64_t>(r, in.a[0], i, v);
+    else
+      StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
+  });
+  return false;
+}
+bool ExecUnpack(const Inst& in, Warp& w, uint32_t m) {
+  uint8_t* r = w.regs;
+  const unsigned eb = in.n, cnt = in.flags;
+  ForLanes(m, [&](int i) {
+    uint64_t v =
+        eb * cnt == 8 ? LoadReg<uint64_t>(r, in.a[0], i) : LoadReg<uint32_t>(r, in.a[0], i);
+    for (unsigned k = 0; k < cnt; ++k) {
+      if (in.a[1 + k] == kNoReg) continue;
+      uint64_t e = eb == 8 ? v : (v >> (8 * eb * k)) & ((uint64_t{1} << (8 * eb)) - 1);
+      if (eb == 8)
+        StoreReg<uint64_t>(r, in.a[1 + k], i, e);
+      else
+        StoreReg<uint32_t>(r, in.a[1 + k], i, static_cast<uint32_t>(e));
+    }
+  });
+  return false;
+}
+bool ExecMovPred(const Inst& in, Warp& w, uint32_t m) {
+  uint32_t& d = *RegPtr<uint32_t>(w.regs, in.a[0]);
+  d = (d & ~m) | (*RegPtr<uint32_t>(w.regs, in.a[1]) & m);
+  return false;
+}
+
+Ty ElemType(uint32_t bytes) {
+  return bytes == 8 ? Ty::kB64 : bytes == 4 ? Ty::kB32 : bytes == 2 ? Ty::kB16 : Ty::kB8;
+}
+
+Status LowerMov(LowerCtx& c) {
+  PVGPU_TRY(c.NeedOps(2));
+  Ty t = c.TypeMod();
+  if (t == Ty::kPred) {
+    Inst in;
+    in.fn = ExecMovPred;
+    PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, t));
+    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, t));
+    c.Emit(in);
+    return Status::Ok();
+  }
+  uint32_t bytes = TypeSize(t);
+  if (bytes == 0 || bytes > 8) return c.Unsupported();
+  const auto& d = c.ops()[0];
+  const auto& s = c.ops()[1];
+  using K = ast::Operand::Kind;
+  if (s.kind == K::kVector || d.kind == K::kVector) {
+    const auto& vec = s.kind == K::kVector ? s : d;
+    size_t cnt = vec.elems.size();
+    if (cnt < 2 || cnt > 4 || bytes % cnt) return c.ErrAt(vec, "bad vector for mov");
+    uint32_t eb = bytes / static_cast<uint32_t>(cnt);
+    Inst in;
+    in.n = static_cast<uint16_t>(eb);
+    in.flags = static_cast<uint8_t>(cnt);
+    if (s.kind == K::kVector) {
+      in.fn = ExecPack;
+      for (size_t k = 0; k < cnt; ++k) {
+        PVGPU_ASSIGN_OR_RETURN(in.a[1 + k], c.SrcOp(vec.elems[k], ElemType(eb)));
+      }
+      PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, t));
+    } else {
+      in.fn = ExecUnpack;
+      PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Src(1, t));
+      for (size_t k = 0; k < cnt; ++k) {
+        if (vec.elems[k].kind == K::kSink) continue;
+        PVGPU_ASSIGN_OR_RETURN(in.a[1 + k], c.DstOp(vec.elems[k], ElemType(eb)));
+      }
+    }
+    c.Emit(in);
+    return Status::Ok();
+  }
+  ExecFn fn = bytes == 8 ? &ExecUnary<uint64_t, uint64_t, Identity<uint64_t>>
+                         : &ExecUnary<uint32_t, uint32_t, Identity<uint32_t>>;
+  return LowerSimple(c, fn, t, t, 1);
+}
+
+// cvta: flags bit0 32-bit source; aux: window to add (to generic) or subtract (to space).
+template <bool kToGeneric, bool kSrc32, bool kDst32>
+bool ExecCvta(const Inst& in, Warp& w, uint32_t m) {
+  uint8_t* r = w.regs;
+  ForLanes(m, [&](int i) {
+    uint64_t a = kSrc32 ? LoadReg<uint32_t>(r, in.a[1], i) : LoadReg<uint64_t>(r, in.a[1], i);
+    uint64_t v = kToGeneric ? a + in.aux : a - in.aux;
+    if (kDst32)
+      StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(v));
+    else
+      StoreReg<uint64_t>(r, in.a[0], i, v);
+  });
+  return false;
+}
+
+Status LowerCvta(LowerCtx& c) {
+  PVGPU_TRY(c.NeedOps(2));
+  bool to = c.Has(".to");
+  uint64_t window = 0;
+  if (c.Has(".shared") || c.Has(".shared::cta"))
+    window = kSharedWindow;
+  else if (c.Has(".local"))
+    window = kLocalWindow;
+  else if (c.Has(".param"))
+    window = kParamWindow;
+  else if (!c.Has(".global") && !c.Has(".const"))
+    return c.Unsupported();
+  Ty t = c.TypeMod();
+  bool is32 = t == Ty::kU32 || t == Ty::kB32;
+  if (!is32 && t != Ty::kU64 && t != Ty::kB64) return c.Unsupported();
+  // Generic addresses are 64-bit; state-space addresses may be 32-bit.
+  bool src32 = is32 && !to ? true : false;
+  bool dst32 = is32 && to;
+  ExecFn fn = to ? (dst32 ? &ExecCvta<false, false, true> : &ExecCvta<false, false, false>)
+                 : (src32 ? &ExecCvta<true, true, false> : &ExecCvta<true, false, false>);
+  if (is32) {
+    // cvta.u32 forms mean 32-bit generic addresses; only the state-space side is 32-bit here.
+  }
+  Inst in;
+  in.fn = fn;
+  in.aux = window;
+  PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, src32 ? Ty::kU32 : Ty::kU64));
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, dst32 ? Ty::kU32 : Ty::kU64));
+  c.Emit(in);
+  return Status::Ok();
+}
+
+// isspacep: aux selects the window; 0 means global (anything outside the windows).
+bool ExecIsSpace(const Inst& in, Warp& w, uint32_t m) {
+  uint32_t out = 0;
+  ForLanes(m, [&](int i) {
+    uint64_t a = LoadReg<uint64_t>(w.regs, in.a[1], i);
+    bool v = in.aux ? (a - in.aux < kWindowSize) : (a < kWindowFloor);
+    out |= static_cast<uint32_t>(v) << i;
+  });
+  uint32_t& d = *RegPtr<uint32_t>(w.regs, in.a[0]);
+  d = (d & ~m) | out;
+  return false;
+}
+
+Status LowerIsSpace(LowerCtx& c) {
+  PVGPU_TRY(c.NeedOps(2));
+  Inst in;
+  in.fn = ExecIsSpace;
+  if (c.Has(".shared"))
+    in.aux = kSharedWindow;
+  else if (c.Has(".local"))
+    in.aux = kLocalWindow;
+  else if (c.Has(".param"))
+    in.aux = kParamWindow;
+  else if (!c.Has(".global") && !c.Has(".const"))
+    return c.Unsupported();
+  PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, Ty::kU64));
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, Ty::kPred));
+  c.Emit(in);
+  return Status::Ok();
+}
+
+bool ExecFence(const Inst&, Warp&, uint32_t) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return false;
+}
+bool ExecNop(const Inst&, Warp&, uint32_t) { return false; }
+
+Status LowerFence(LowerCtx& c) {
+  Inst in;
+  in.fn = ExecFence;
+  c.Emit(in);
+  return Status::Ok();
+}
+Status LowerNop(LowerCtx& c) {
+  Inst in;
+  in.fn = ExecNop;
+  c.Emit(in);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterMove(OpTable& t) {
+  t.Add("mov", LowerMov);
+  t.Add("cvta", LowerCvta);
+  t.Add("isspacep", LowerIsSpace);
+  t.Add("membar", LowerFence);
+  t.Add("fence", LowerFence);
+  t.Add("prefetch", LowerNop);
+  t.Add("prefetchu", LowerNop);
+  t.Add("discard", LowerNop);
+}
+
+}  // namespace pvgpu::ptx
