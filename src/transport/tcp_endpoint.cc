@@ -163,6 +163,13 @@ class StreamEndpoint final : public Endpoint {
 
   void Run();
   bool Parse(const uint8_t* data, size_t size);
+  // Where the rest of a large message body can be read straight into (saving a copy of bulk
+  // data), or empty.
+  std::span<uint8_t> DirectTarget() {
+    constexpr size_t kDirectReadMin = 64u << 10;
+    if (header_have_ < sizeof(header_) || body_.size() - body_have_ < kDirectReadMin) return {};
+    return {body_.data() + body_have_, body_.size() - body_have_};
+  }
 
   std::unique_ptr<ByteStream> stream_;
   const StreamEndpointOptions options_;
@@ -197,8 +204,11 @@ class StreamEndpoint final : public Endpoint {
 bool StreamEndpoint::Parse(const uint8_t* data, size_t size) {
   std::vector<std::vector<uint8_t>> messages;
   uint64_t fence = 0;
-  while (size > 0) {
+  // Each round takes bytes or completes a frame; a frame whose body is already complete (empty
+  // frames, direct reads) completes even when no new bytes came with this call.
+  for (;;) {
     if (header_have_ < sizeof(header_)) {
+      if (size == 0) break;
       const size_t take = std::min(size, sizeof(header_) - header_have_);
       std::memcpy(reinterpret_cast<uint8_t*>(&header_) + header_have_, data, take);
       header_have_ += take;
@@ -218,10 +228,12 @@ bool StreamEndpoint::Parse(const uint8_t* data, size_t size) {
       body_have_ = 0;
     }
     const size_t take = std::min(size, body_.size() - body_have_);
-    std::memcpy(body_.data() + body_have_, data, take);
-    body_have_ += take;
-    data += take;
-    size -= take;
+    if (take > 0) {
+      std::memcpy(body_.data() + body_have_, data, take);
+      body_have_ += take;
+      data += take;
+      size -= take;
+    }
     if (body_have_ < body_.size()) break;
     header_have_ = 0;
     if (header_.type == kMessage) {
@@ -335,11 +347,14 @@ void StreamEndpoint::Run() {
     IoResult::Kind read_wait = IoResult::kDone;
     // A bounded number of reads per round, so a fast sender cannot starve our writes.
     for (int round = 0; !failed && want_read && round < 16; ++round) {
-      IoResult r = stream_->Read(buffer.data(), buffer.size());
+      const std::span<uint8_t> direct = DirectTarget();
+      IoResult r = direct.empty() ? stream_->Read(buffer.data(), buffer.size())
+                                  : stream_->Read(direct.data(), direct.size());
       if (r.kind == IoResult::kDone) {
         last_rx = Clock::now();
         progress = true;
-        if (!Parse(buffer.data(), r.bytes)) failed = true;
+        if (!direct.empty()) body_have_ += r.bytes;
+        if (!(direct.empty() ? Parse(buffer.data(), r.bytes) : Parse(nullptr, 0))) failed = true;
       } else if (r.kind == IoResult::kWantRead || r.kind == IoResult::kWantWrite) {
         read_wait = r.kind;
         break;

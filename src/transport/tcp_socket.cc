@@ -124,7 +124,6 @@ Status ConfigureStreamSocket(int fd, int dead_after_ms) {
   const int idle_s = 1;
   const int interval_s = 1;
   const int count = dead_after_ms / 1000 > 0 ? dead_after_ms / 1000 : 1;
-  const unsigned user_timeout = static_cast<unsigned>(dead_after_ms);
   struct Option {
     int level;
     int name;
@@ -137,7 +136,6 @@ Status ConfigureStreamSocket(int fd, int dead_after_ms) {
       {IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s), "TCP_KEEPIDLE"},
       {IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s), "TCP_KEEPINTVL"},
       {IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count), "TCP_KEEPCNT"},
-      {IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout), "TCP_USER_TIMEOUT"},
   };
   for (const Option& option : options) {
     if (::setsockopt(fd, option.level, option.name, option.value, option.size) != 0) {

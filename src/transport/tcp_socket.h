@@ -41,9 +41,11 @@ bool IsIpLiteral(const std::string& host);
 // "10.0.0.2:41234" / "[::1]:41234" for logs.
 std::string DescribeSocketAddress(const SocketAddress& address);
 
-// TCP_NODELAY (each message leaves at once; the endpoint batches by itself), keepalive probes
-// every second and TCP_USER_TIMEOUT = dead_after_ms, so the kernel also gives up on a peer that
-// stops acknowledging. Socket buffers are left to the kernel's autotuning: setting SO_SNDBUF or
+// TCP_NODELAY (each message leaves at once; the endpoint batches by itself) and keepalive
+// probes every second (dead_after_ms / 1 s of them), so the kernel also gives up on an idle
+// peer that stopped answering. No TCP_USER_TIMEOUT: since Linux 5.x it also aborts a connection
+// whose peer keeps a zero window that long, i.e. a busy host that applies backpressure, which
+// the endpoint's heartbeats already tell apart from a dead one. Socket buffers are left to the kernel's autotuning: setting SO_SNDBUF or
 // SO_RCVBUF disables it and caps the buffer at net.core.[rw]mem_max, which is smaller than what
 // autotuning reaches (tcp_wmem/tcp_rmem) on a fast link.
 Status ConfigureStreamSocket(int fd, int dead_after_ms);
