@@ -14,6 +14,7 @@ PACKAGES=(
   libssl-dev libzstd-dev liblz4-dev
   clang clang-format clang-tidy
   iproute2 openssl  # remote tests (tests/remote): ip netns, certificates made at test time
+  podman runc  # container tests (tests/containers): rootful podman with the runc runtime
 )
 CUDA_ROOT="${PVGPU_CUDA_ROOT:-/usr/local/cuda}"
 

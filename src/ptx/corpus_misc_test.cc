@@ -136,6 +136,26 @@ TEST_P(MiscCorpusTest, ModuleGlobalsAndConstants) {
   EXPECT_EQ(r.mem().Download<int>(counter, 1)[0], n);
 }
 
+TEST_P(MiscCorpusTest, VirtualCallsAndDp4a) {
+  auto& r = Load("misc");
+  const int n = 64;
+  std::vector<int> in(n);
+  for (int i = 0; i < n; ++i) in[i] = static_cast<int>(rng_() % 2000) - 1000;
+  uint64_t din = r.mem().Upload(in), dout = r.mem().Alloc(2 * n * 4);
+  Status s = r.Launch("virtual_calls", {1, 1, 1}, {n, 1, 1}, {din, dout});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto out = r.mem().Download<int>(dout, 2 * n);
+  for (int t = 0; t < n; ++t) {
+    int v = in[t];
+    EXPECT_EQ(out[2 * t], (v & 1) ? v * v / 2 : v * v) << t;
+    int dp = 7;
+    const int8_t b[4] = {-2, 2, -1, 1};  // 0x01FF02FE as signed bytes, low first
+    for (int k = 0; k < 4; ++k)
+      dp += static_cast<int8_t>(static_cast<uint32_t>(v) >> (8 * k)) * b[k];
+    EXPECT_EQ(out[2 * t + 1], dp) << t;
+  }
+}
+
 PVGPU_CORPUS_INSTANTIATE(MiscCorpusTest);
 
 }  // namespace

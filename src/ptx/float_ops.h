@@ -97,5 +97,4 @@ ExecFn PickFloat(Ty t, bool ftz, bool sat) {
   });
 }
 
-
 }  // namespace pvgpu::ptx

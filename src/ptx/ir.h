@@ -92,6 +92,8 @@ inline constexpr uint64_t kParamWindow = 0xFC00000000000000ull;
 inline constexpr uint64_t kSharedWindow = 0xFD00000000000000ull;
 inline constexpr uint64_t kLocalWindow = 0xFE00000000000000ull;
 inline constexpr uint64_t kWindowSize = uint64_t{1} << 40;
+// Function "addresses" (virtual tables, function pointers): kFuncWindow + 16 * function index.
+inline constexpr uint64_t kFuncWindow = 0xFB00000000000000ull;
 
 // Where an instruction came from, for fault messages.
 struct DebugInfo {
@@ -114,6 +116,10 @@ struct CallSite {
   uint32_t save_bytes = 0;  // per lane, stored in the callee frame after its locals
   uint32_t save_offset = 0;
 };
+
+// Targets of one indirect call: (function address, call site) for every function whose
+// address the module takes and whose signature fits the call.
+using IndirectTargets = std::vector<std::pair<uint64_t, uint32_t>>;
 
 // A global symbol's address materialized into a constant register at launch.
 struct LaunchConst {
@@ -139,6 +145,7 @@ struct KernelImage {
   std::vector<Inst> code;
   std::vector<DebugInfo> debug;  // parallel to code
   std::vector<CallSite> calls;
+  std::vector<IndirectTargets> indirect;
   std::vector<LaunchConst> launch_consts;
   std::vector<uint8_t> reg_template;  // initial register file (constants filled in)
   uint32_t reg_bytes = 0;

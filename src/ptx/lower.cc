@@ -381,8 +381,11 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
           EmitUnguarded(in);
           return in.a[0];
         }
+        case Sym::Kind::kFunc:
+          return Const(want, kFuncWindow + 16 * static_cast<uint64_t>(s->index) +
+                                 static_cast<uint64_t>(o.offset));
         default:
-          return ErrAt(o, "function address of " + o.name + " (indirect calls) is not supported");
+          return ErrAt(o, "cannot take the address of " + o.name);
       }
     }
     default:

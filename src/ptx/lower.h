@@ -119,6 +119,10 @@ class LowerCtx {
   // `args`/`rets` name .param variables of the caller's frame. Returns the call-site index.
   StatusOr<uint32_t> AddCallSite(int callee, const std::vector<ast::Operand>& args,
                                  const std::vector<ast::Operand>& rets);
+  // Builds the target table of an indirect call: every function whose address the module
+  // takes (in code or initializers) and whose parameter counts match. Returns its index.
+  StatusOr<uint32_t> AddIndirectTargets(const std::vector<ast::Operand>& args,
+                                        const std::vector<ast::Operand>& rets);
   // Frame offset and size of a .param/.local symbol of the current function.
   StatusOr<uint32_t> FrameSymOffset(const ast::Operand& o, uint32_t* size);
 

@@ -2,6 +2,7 @@
 // image assembly. Instruction semantics live in the ops_*.cc families.
 #include <algorithm>
 #include <functional>
+#include <unordered_map>
 
 #include "ptx/handlers.h"
 #include "ptx/lexer.h"
@@ -144,6 +145,35 @@ StatusOr<uint32_t> LowerCtx::AddCallSite(int callee, const std::vector<ast::Oper
       std::find(worklist_.begin(), worklist_.end(), callee) == worklist_.end())
     worklist_.push_back(callee);
   return idx;
+}
+
+StatusOr<uint32_t> LowerCtx::AddIndirectTargets(const std::vector<ast::Operand>& args,
+                                                const std::vector<ast::Operand>& rets) {
+  // Address-taken functions: named by an operand anywhere or by a global initializer.
+  std::vector<char> taken(mod_.functions.size(), 0);
+  std::unordered_map<std::string, int> by_name;
+  for (size_t f = 0; f < mod_.functions.size(); ++f)
+    by_name[mod_.functions[f].name] = static_cast<int>(f);
+  for (const auto& g : mod_.globals)
+    for (const auto& in : g.init)
+      if (in.is_symbol && by_name.count(in.symbol)) taken[by_name[in.symbol]] = 1;
+  for (const auto& f : mod_.functions)
+    for (const auto& st : f.body)
+      if (st.kind == ast::Statement::Kind::kInst && st.inst.opcode != "call")
+        for (const auto& o : st.inst.ops)
+          if (o.kind == ast::Operand::Kind::kSymbol && by_name.count(o.name))
+            taken[by_name[o.name]] = 1;
+  IndirectTargets targets;
+  for (size_t f = 0; f < mod_.functions.size(); ++f) {
+    const ast::Function& fn = mod_.functions[f];
+    if (!taken[f] || fn.is_entry || !fn.has_body || fn.params.size() != args.size() ||
+        fn.rets.size() != rets.size())
+      continue;
+    PVGPU_ASSIGN_OR_RETURN(uint32_t site, AddCallSite(static_cast<int>(f), args, rets));
+    targets.push_back({kFuncWindow + 16 * f, site});
+  }
+  img_.indirect.push_back(std::move(targets));
+  return static_cast<uint32_t>(img_.indirect.size() - 1);
 }
 
 Status LowerCtx::LowerFunction(int fi) {

@@ -409,6 +409,55 @@ Status LowerMinMax(LowerCtx& c, bool max) {
 Status LowerMin(LowerCtx& c) { return LowerMinMax(c, false); }
 Status LowerMax(LowerCtx& c) { return LowerMinMax(c, true); }
 
+// dp4a.atype.btype d, a, b, c and dp2a.{lo,hi}.atype.btype d, a, b, c: integer dot products
+// of packed bytes/halves accumulated into c. flags: bit0 a signed, bit1 b signed; n: 4 for dp4a,
+// 2/3 for dp2a.lo/.hi.
+bool ExecDp(const Inst& in, Warp& w, uint32_t m) {
+  uint8_t* r = w.regs;
+  const bool as = in.flags & 1, bs = in.flags & 2;
+  auto byte = [](uint32_t v, int k, bool sgn) {
+    uint32_t b = (v >> (8 * k)) & 0xFF;
+    return sgn ? static_cast<int64_t>(static_cast<int8_t>(b)) : static_cast<int64_t>(b);
+  };
+  auto half = [](uint32_t v, int k, bool sgn) {
+    uint32_t h = (v >> (16 * k)) & 0xFFFF;
+    return sgn ? static_cast<int64_t>(static_cast<int16_t>(h)) : static_cast<int64_t>(h);
+  };
+  ForLanes(m, [&](int i) {
+    uint32_t a = LoadReg<uint32_t>(r, in.a[1], i), b = LoadReg<uint32_t>(r, in.a[2], i);
+    int64_t acc = static_cast<int64_t>(static_cast<int32_t>(LoadReg<uint32_t>(r, in.a[3], i)));
+    if (in.n == 4) {
+      for (int k = 0; k < 4; ++k) acc += byte(a, k, as) * byte(b, k, bs);
+    } else {
+      int off = in.n == 3 ? 2 : 0;
+      acc += half(a, 0, as) * byte(b, off, bs) + half(a, 1, as) * byte(b, off + 1, bs);
+    }
+    StoreReg<uint32_t>(r, in.a[0], i, static_cast<uint32_t>(acc));
+  });
+  return false;
+}
+
+Status LowerDp(LowerCtx& c, bool four) {
+  Ty at = c.TypeMod(0), bt = c.TypeMod(1);
+  if ((at != Ty::kS32 && at != Ty::kU32) || (bt != Ty::kS32 && bt != Ty::kU32))
+    return c.Unsupported();
+  uint8_t flags = static_cast<uint8_t>((at == Ty::kS32 ? 1 : 0) | (bt == Ty::kS32 ? 2 : 0));
+  Ty dt = (at == Ty::kS32 || bt == Ty::kS32) ? Ty::kS32 : Ty::kU32;
+  PVGPU_TRY(c.NeedOps(4));
+  Inst in;
+  in.fn = ExecDp;
+  in.flags = flags;
+  in.n = four ? 4 : (c.Has(".hi") ? 3 : 2);
+  for (int k = 1; k <= 3; ++k) {
+    PVGPU_ASSIGN_OR_RETURN(in.a[k], c.Src(k, Ty::kB32));
+  }
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, dt));
+  c.Emit(in);
+  return Status::Ok();
+}
+Status LowerDp4a(LowerCtx& c) { return LowerDp(c, true); }
+Status LowerDp2a(LowerCtx& c) { return LowerDp(c, false); }
+
 }  // namespace
 
 Round RoundMod(const LowerCtx& c) {
@@ -439,6 +488,8 @@ void RegisterArith(OpTable& t) {
   t.Add("neg", LowerNeg);
   t.Add("min", LowerMin);
   t.Add("max", LowerMax);
+  t.Add("dp4a", LowerDp4a);
+  t.Add("dp2a", LowerDp2a);
 }
 
 }  // namespace pvgpu::ptx

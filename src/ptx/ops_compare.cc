@@ -189,13 +189,13 @@ ExecFn PickSetp(int op) {
   case k:                 \
     return pick.template operator()<k>();
     PVGPU_CMP_CASE(kEq)
-    PVGPU_CMP_CASE(kNe) PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe) PVGPU_CMP_CASE(kGt)
-        PVGPU_CMP_CASE(kGe) PVGPU_CMP_CASE(kLo) PVGPU_CMP_CASE(kLs) PVGPU_CMP_CASE(kHi)
-            PVGPU_CMP_CASE(kHs) PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu) PVGPU_CMP_CASE(kLtu)
-                PVGPU_CMP_CASE(kLeu) PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu) PVGPU_CMP_CASE(kNum)
-                    PVGPU_CMP_CASE(kNan)
+    PVGPU_CMP_CASE(kNe)
+    PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe) PVGPU_CMP_CASE(kGt) PVGPU_CMP_CASE(kGe)
+        PVGPU_CMP_CASE(kLo) PVGPU_CMP_CASE(kLs) PVGPU_CMP_CASE(kHi) PVGPU_CMP_CASE(kHs)
+            PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu) PVGPU_CMP_CASE(kLtu) PVGPU_CMP_CASE(kLeu)
+                PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu) PVGPU_CMP_CASE(kNum) PVGPU_CMP_CASE(kNan)
 #undef PVGPU_CMP_CASE
-                        default : return nullptr;
+                    default : return nullptr;
   }
 }
 
@@ -206,12 +206,12 @@ ExecFn PickSetpHalf(int op) {
   case k:                 \
     return &ExecSetpHalf<kBf16, k>;
     PVGPU_CMP_CASE(kEq)
-    PVGPU_CMP_CASE(kNe) PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe) PVGPU_CMP_CASE(kGt)
-        PVGPU_CMP_CASE(kGe) PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu) PVGPU_CMP_CASE(kLtu)
-            PVGPU_CMP_CASE(kLeu) PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu) PVGPU_CMP_CASE(kNum)
-                PVGPU_CMP_CASE(kNan)
+    PVGPU_CMP_CASE(kNe)
+    PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe) PVGPU_CMP_CASE(kGt) PVGPU_CMP_CASE(kGe)
+        PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu) PVGPU_CMP_CASE(kLtu) PVGPU_CMP_CASE(kLeu)
+            PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu) PVGPU_CMP_CASE(kNum) PVGPU_CMP_CASE(kNan)
 #undef PVGPU_CMP_CASE
-                    default : return nullptr;
+                default : return nullptr;
   }
 }
 

@@ -1,6 +1,7 @@
 // Control flow: bra, call/ret (with .param frames in per-thread local memory), exit, trap.
 // Handlers that move lanes to different pcs write lane_pc and let Reschedule pick the group.
 #include <chrono>
+#include <cstdio>
 
 #include "ptx/exec_util.h"
 #include "ptx/handlers.h"
@@ -43,39 +44,68 @@ void ExitLanes(Warp& w, uint32_t gone) {
   }
 }
 
-bool ExecCall(const Inst& in, Warp& w, uint32_t m) {
-  const CallSite& site = w.launch->image->calls[in.aux];
+// Enters call site `site_index` for lane i. Returns false after reporting a fault.
+bool EnterCall(const Inst& in, Warp& w, int i, uint32_t site_index) {
+  const CallSite& site = w.launch->image->calls[site_index];
   uint8_t* r = w.regs;
   const uint32_t fp_slot = w.launch->image->sp.fp;
-  for (uint32_t t = m; t; t &= t - 1) {
-    int i = __builtin_ctz(t);
-    uint64_t fp = LoadReg<uint64_t>(r, fp_slot, i);
-    uint64_t nfp = fp + site.caller_frame;
-    if (nfp + site.callee_frame > w.local_stride || w.stack[i].size() >= kMaxCallDepth) {
-      w.Fault(Code::kHardwareStackError, in, i, "call stack overflow");
-      return true;
-    }
-    uint8_t* base = w.local + static_cast<size_t>(i) * w.local_stride;
-    for (const CallCopy& cp : site.args)
-      std::memmove(base + nfp + cp.to, base + fp + cp.from, cp.size);
-    uint8_t* save = base + nfp + site.save_offset;
-    for (const auto& [off, bytes] : site.saved_regs) {
-      // bytes == 1 marks a predicate: its lane bit is saved as one byte.
-      uint64_t v = bytes == 8   ? LoadReg<uint64_t>(r, off, i)
-                   : bytes == 4 ? LoadReg<uint32_t>(r, off, i)
-                                : (*RegPtr<uint32_t>(r, off) >> i) & 1;
-      std::memcpy(save, &v, bytes);
-      save += bytes;
-    }
-    StoreReg<uint64_t>(r, fp_slot, i, nfp);
-    w.stack[i].push_back(Frame{w.pc + 1, static_cast<uint32_t>(in.aux)});
-    w.lane_pc[i] = site.callee_pc;
+  uint64_t fp = LoadReg<uint64_t>(r, fp_slot, i);
+  uint64_t nfp = fp + site.caller_frame;
+  if (nfp + site.callee_frame > w.local_stride || w.stack[i].size() >= kMaxCallDepth) {
+    w.Fault(Code::kHardwareStackError, in, i, "call stack overflow");
+    return false;
   }
+  uint8_t* base = w.local + static_cast<size_t>(i) * w.local_stride;
+  for (const CallCopy& cp : site.args)
+    std::memmove(base + nfp + cp.to, base + fp + cp.from, cp.size);
+  uint8_t* save = base + nfp + site.save_offset;
+  for (const auto& [off, bytes] : site.saved_regs) {
+    // bytes == 1 marks a predicate: its lane bit is saved as one byte.
+    uint64_t v = bytes == 8   ? LoadReg<uint64_t>(r, off, i)
+                 : bytes == 4 ? LoadReg<uint32_t>(r, off, i)
+                              : (*RegPtr<uint32_t>(r, off) >> i) & 1;
+    std::memcpy(save, &v, bytes);
+    save += bytes;
+  }
+  StoreReg<uint64_t>(r, fp_slot, i, nfp);
+  w.stack[i].push_back(Frame{w.pc + 1, site_index});
+  w.lane_pc[i] = site.callee_pc;
+  return true;
+}
+
+bool FinishCall(Warp& w, uint32_t m) {
   for (uint32_t t = w.active & ~m; t; t &= t - 1) w.lane_pc[__builtin_ctz(t)] = w.pc + 1;
   w.active = 0;
   w.has_called = true;
   w.Reschedule();
   return true;
+}
+
+bool ExecCall(const Inst& in, Warp& w, uint32_t m) {
+  for (uint32_t t = m; t; t &= t - 1)
+    if (!EnterCall(in, w, __builtin_ctz(t), static_cast<uint32_t>(in.aux))) return true;
+  return FinishCall(w, m);
+}
+
+// call through a register: a[0] holds the function address; aux indexes image.indirect.
+bool ExecCallIndirect(const Inst& in, Warp& w, uint32_t m) {
+  const IndirectTargets& targets = w.launch->image->indirect[in.aux];
+  for (uint32_t t = m; t; t &= t - 1) {
+    int i = __builtin_ctz(t);
+    uint64_t addr = LoadReg<uint64_t>(w.regs, in.a[0], i);
+    const std::pair<uint64_t, uint32_t>* hit = nullptr;
+    for (const auto& e : targets)
+      if (e.first == addr) hit = &e;
+    if (!hit) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "indirect call to invalid address 0x%llx",
+                    static_cast<unsigned long long>(addr));
+      w.Fault(Code::kIllegalInstruction, in, i, buf);
+      return true;
+    }
+    if (!EnterCall(in, w, i, hit->second)) return true;
+  }
+  return FinishCall(w, m);
 }
 
 }  // namespace
@@ -166,8 +196,21 @@ Status LowerCall(LowerCtx& c) {
   if (i < ops.size() && ops[i].kind == K::kVector && ops[i].name == "(") rets = ops[i++].elems;
   if (i >= ops.size()) return c.Err("call without a target");
   const ast::Operand& target = ops[i++];
-  if (target.kind != K::kSymbol) return c.Unsupported("indirect calls");
   if (i < ops.size() && ops[i].kind == K::kVector && ops[i].name == "(") args = ops[i++].elems;
+  uint32_t probe_size;
+  bool is_register = target.kind == K::kReg;
+  if (!is_register && target.kind == K::kSymbol && !c.FuncIndex(target.name).ok())
+    is_register = !c.FrameSymOffset(target, &probe_size).ok();  // a register named without '%'
+  if (is_register) {
+    Inst in;
+    in.fn = ExecCallIndirect;
+    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.SrcOp(target, Ty::kU64));
+    PVGPU_ASSIGN_OR_RETURN(uint32_t table, c.AddIndirectTargets(args, rets));
+    in.aux = table;
+    c.Emit(in);
+    return Status::Ok();
+  }
+  if (target.kind != K::kSymbol) return c.Unsupported("call target");
   PVGPU_ASSIGN_OR_RETURN(int callee, c.FuncIndex(target.name));
   const ast::Function& f = c.module().functions[callee];
   if (!f.has_body) {

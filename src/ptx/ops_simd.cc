@@ -60,7 +60,8 @@ __attribute__((target("avx2"))) inline __m256i Load8(const uint8_t* base, __m256
   return _mm256_i32gather_epi32(reinterpret_cast<const int*>(base), off, 1);
 }
 
-__attribute__((target("avx2"))) void GatherAvx2(const uint8_t* base, const uint32_t* off, uint32_t* dst) {
+__attribute__((target("avx2"))) void GatherAvx2(const uint8_t* base, const uint32_t* off,
+                                                uint32_t* dst) {
   for (int k = 0; k < 4; ++k) {
     __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(off + 8 * k));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 8 * k), Load8(base, idx));

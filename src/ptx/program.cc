@@ -101,10 +101,22 @@ Status BuildGlobals(const ast::Module& m, ProgramImpl& p) {
       size_t i = static_cast<size_t>(-100 - r.target);
       const std::string& sym = d.init[i].symbol;
       auto it = p.global_index_.find(sym);
-      if (it == p.global_index_.end())
-        return PtxErrorAt(d.line, d.col, "address initializer names unknown global " + sym);
-      r.target = it->second;
+      if (it != p.global_index_.end()) {
+        r.target = it->second;
+        continue;
+      }
+      // A function (virtual table entry): its address is a fixed value, no relocation.
+      int fi = -1;
+      for (size_t f = 0; f < m.functions.size(); ++f)
+        if (m.functions[f].name == sym) fi = static_cast<int>(f);
+      if (fi < 0)
+        return PtxErrorAt(d.line, d.col, "address initializer names unknown symbol " + sym);
+      uint64_t v =
+          kFuncWindow + 16 * static_cast<uint64_t>(fi) + static_cast<uint64_t>(d.init[i].addend);
+      std::memcpy(g.init.data() + r.offset, &v, 8);
+      r.target = -1;
     }
+    std::erase_if(g.relocs, [](const GlobalInfo::Reloc& r) { return r.target < 0; });
   }
   return Status::Ok();
 }

@@ -78,3 +78,20 @@ extern "C" __global__ void globals(float* out) {
   atomicAdd(&g_counter, 1);
   out[t] = g_table[t & 7] * c_scale[t & 1] + g_ptr[t & 1];
 }
+
+// Virtual calls (indirect call through a vtable with a .callprototype) and __dp4a.
+struct Shape {
+  __device__ virtual int area(int s) const { return s * s; }
+};
+struct Tri : Shape {
+  __device__ int area(int s) const override { return s * s / 2; }
+};
+
+extern "C" __global__ void virtual_calls(const int* in, int* out) {
+  int t = threadIdx.x;
+  Shape sq;
+  Tri tr;
+  const Shape* s = (in[t] & 1) ? static_cast<const Shape*>(&tr) : &sq;
+  out[2 * t] = s->area(in[t]);
+  out[2 * t + 1] = __dp4a(in[t], 0x01FF02FE, 7);
+}
