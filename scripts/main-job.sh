@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The main job: builds and installs pvgpu, then runs the demo program through `pvgpu run`,
-# which starts a private host (pvgpud with the cpu adapter) unless PVGPU_HOST names one.
-# Exits with the demo's status.
+# The main job: builds and installs pvgpu, runs the saxpy demo through `pvgpu run`, then the
+# WSL GPU-PV articles' two experiments through `pvgpu bench`: nbody -benchmark and a short
+# matmul. Each starts a private host (pvgpud with the cpu adapter) unless PVGPU_HOST names one,
+# and prints its table. Exits nonzero when any step fails or results disagree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
 build_dir="${PVGPU_BUILD_DIR:-$root/build}"
 prefix="${PVGPU_INSTALL_PREFIX:-$root/out}"
-# The program to run, and its arguments. Change this line to change the demo.
+# The demo program, and the benchmarks' sizes (small enough for a couple of shared cores; a
+# larger machine can pass e.g. PVGPU_NBODY_N=16384).
 demo=("$build_dir/tests/e2e/saxpy_drv")
+nbody_n="${PVGPU_NBODY_N:-4096}"
+matmul_n="${PVGPU_MATMUL_N:-256}"
 
 PVGPU_INSTALL_PREFIX="$prefix" scripts/build.sh "$build_dir"
 
@@ -18,4 +22,12 @@ if [[ ! -x "${demo[0]}" ]]; then
   exit 1
 fi
 echo "main-job: $prefix/bin/pvgpu run -- ${demo[*]}"
-exec "$prefix/bin/pvgpu" run -- "${demo[@]}"
+"$prefix/bin/pvgpu" run -- "${demo[@]}"
+
+echo
+echo "main-job: $prefix/bin/pvgpu bench nbody --n $nbody_n"
+"$prefix/bin/pvgpu" bench nbody --n "$nbody_n"
+
+echo
+echo "main-job: $prefix/bin/pvgpu bench matmul --n $matmul_n"
+"$prefix/bin/pvgpu" bench matmul --n "$matmul_n"

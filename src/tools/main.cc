@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "tools/adapters_command.h"
+#include "tools/bench/bench_command.h"
 #include "tools/cdi_command.h"
 #include "tools/console.h"
 #include "tools/run_command.h"
@@ -44,6 +45,7 @@ int Main(int argc, char** argv) {
       pvgpu::tools::RegisterCdiCommand(app),
       pvgpu::tools::RegisterAdaptersCommand(app),
       pvgpu::tools::RegisterSmiCommand(app),
+      pvgpu::tools::RegisterBenchCommand(app),
   };
 
   try {

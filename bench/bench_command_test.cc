@@ -1,0 +1,120 @@
+// Runs `pvgpu bench` as a user would, with the smallest sizes, against a private host, and
+// checks the machine output: every key issue #5 names, plausible numbers, and agreement between
+// the implementations. Speed is never asserted (DEVELOPERS.md).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using Json = nlohmann::json;
+
+struct Output {
+  int status = -1;
+  std::string out;
+};
+
+Output RunPvgpu(const std::string& args) {
+  Output result;
+  const std::string command = std::string(PVGPU_BINARY) + " " + args;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, got);
+  const int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+Json RunJson(const std::string& args) {
+  Output output = RunPvgpu(args);
+  EXPECT_EQ(output.status, 0) << args << "\n" << output.out;
+  Json json = Json::parse(output.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(json.is_discarded()) << args << " printed no JSON:\n" << output.out;
+  return json;
+}
+
+bool Positive(const Json& value) { return value.is_number() && value.get<double>() > 0; }
+
+TEST(BenchCommand, LatencyReportsEveryModeAndTarget) {
+  const std::string plot = testing::TempDir() + "/latency.svg";
+  Json json = RunJson("bench latency --json --quick --plot " + plot);
+  ASSERT_TRUE(json.is_object());
+  for (const char* key : {"launch_async_us", "launch_sync_us", "query_us", "copy_small_us",
+                          "copy_htod_small_us", "copy_dtoh_small_us"}) {
+    ASSERT_TRUE(json[key].is_object()) << key;
+    for (const char* mode : {"inprocess", "channel", "channel_unpipelined"}) {
+      EXPECT_TRUE(json[key][mode].is_number()) << key << "." << mode;
+      EXPECT_GE(json[key][mode].get<double>(), 0) << key << "." << mode;
+    }
+    EXPECT_TRUE(Positive(json[key]["channel"])) << key;
+  }
+  EXPECT_TRUE(Positive(json["ratios"]["launch_async_channel_vs_inprocess"]));
+  EXPECT_TRUE(Positive(json["ratios"]["launch_throughput_pipelined_vs_unpipelined"]));
+  ASSERT_EQ(json["targets"].size(), 3u);
+  for (const Json& target : json["targets"]) EXPECT_TRUE(target["pass"].is_boolean());
+
+  std::ifstream svg(plot);
+  std::stringstream text;
+  text << svg.rdbuf();
+  EXPECT_EQ(text.str().rfind("<svg", 0), 0u) << "no chart at " << plot;
+}
+
+TEST(BenchCommand, BandwidthCoversEverySizeAndPath) {
+  Json json = RunJson("bench bandwidth --json --quick");
+  ASSERT_TRUE(json["sizes"].is_array());
+  ASSERT_FALSE(json["sizes"].empty());
+  ASSERT_EQ(json["rows"].size(), json["sizes"].size());
+  const bool pinned = json["pinned"] == "available";
+  for (const Json& row : json["rows"]) {
+    for (const char* key :
+         {"memcpy", "htod_inprocess", "dtoh_inprocess", "htod_pageable", "dtoh_pageable"}) {
+      EXPECT_TRUE(Positive(row[key])) << key << " at " << row["bytes"];
+    }
+    for (const char* key : {"htod_pinned", "dtoh_pinned"}) {
+      EXPECT_TRUE(pinned ? Positive(row[key]) : row[key].is_null()) << key;
+    }
+  }
+  ASSERT_EQ(json["targets"].size(), 1u);
+}
+
+TEST(BenchCommand, NbodyAgreesWithPlainCpp) {
+  Json json = RunJson("bench nbody --n 256 --json");
+  EXPECT_EQ(json["bodies"], 256);
+  EXPECT_EQ(json["results_agree"], true);
+  ASSERT_GE(json["runs"].size(), 3u);
+  for (const Json& run : json["runs"]) {
+    EXPECT_TRUE(Positive(run["gflops"])) << run["implementation"];
+    EXPECT_TRUE(Positive(run["interactions_per_second"])) << run["implementation"];
+    EXPECT_EQ(run["agrees"], true) << run["implementation"] << " " << run["max_difference"];
+  }
+}
+
+TEST(BenchCommand, MatmulPrintsTheScriptsOutputAndAgrees) {
+  Output output = RunPvgpu("bench matmul --n 64");
+  ASSERT_EQ(output.status, 0) << output.out;
+  EXPECT_NE(output.out.find("Shape: (64, 64) Device: /gpu:0"), std::string::npos) << output.out;
+  EXPECT_NE(output.out.find("Shape: (64, 64) Device: /cpu:0"), std::string::npos) << output.out;
+  EXPECT_NE(output.out.find("Time taken: 0:00:"), std::string::npos) << output.out;
+
+  Json json = RunJson("bench matmul --n 64 --json");
+  EXPECT_EQ(json["results_agree"], true);
+  ASSERT_EQ(json["runs"].size(), 3u);
+  // sum(A A^T) = sum_k (column sum k)^2; for uniform [0,1) entries its mean is
+  // n * (n/12 + n^2/4), about 65,877 for n = 64.
+  for (const Json& run : json["runs"]) {
+    EXPECT_NEAR(run["result"].get<double>(), 65877.0, 6000.0) << run["how"];
+  }
+}
+
+TEST(BenchCommand, UnknownBenchmarkIsAUsageError) {
+  EXPECT_EQ(RunPvgpu("bench nosuch 2>/dev/null").status, 2);
+}
+
+}  // namespace

@@ -1,0 +1,95 @@
+// Kernels of `pvgpu bench`, compiled to PTX at build time and embedded into the pvgpu binary.
+// The same PTX runs through the guest library (over the channel) and on an adapter called
+// in-process, so any difference between the two is the cost of the channel alone.
+
+// Measures launch overhead only: one warp that does nothing.
+extern "C" __global__ void bench_empty() {}
+
+// The tile each block stages through shared memory in bench_nbody_step; blockDim.x must not
+// exceed it.
+#define NBODY_TILE 256
+
+// One step of all-pairs gravity with softening (the CUDA samples' `nbody` algorithm): every
+// body accumulates the pull of every other body, then velocity and position advance by dt.
+// Positions are float4 (x, y, z, mass). Reads `pos`, writes `pos_out`, so a step never sees
+// half-updated positions.
+extern "C" __global__ void bench_nbody_step(const float4* pos, float4* vel, float4* pos_out,
+                                            int n, float dt, float softening2) {
+  __shared__ float4 tile[NBODY_TILE];
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const float4 self = i < n ? pos[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+  float ax = 0.f, ay = 0.f, az = 0.f;
+  for (int base = 0; base < n; base += blockDim.x) {
+    const int j = base + threadIdx.x;
+    // Padding bodies have zero mass and so pull with zero force.
+    tile[threadIdx.x] = j < n ? pos[j] : make_float4(0.f, 0.f, 0.f, 0.f);
+    __syncthreads();
+    const int count = min((int)blockDim.x, n - base);
+    for (int k = 0; k < count; ++k) {
+      const float4 other = tile[k];
+      // 20 flops per interaction, as the samples count them.
+      const float dx = other.x - self.x;
+      const float dy = other.y - self.y;
+      const float dz = other.z - self.z;
+      const float dist2 = dx * dx + dy * dy + dz * dz + softening2;
+      const float inv = rsqrtf(dist2);
+      const float s = other.w * inv * inv * inv;
+      ax += dx * s;
+      ay += dy * s;
+      az += dz * s;
+    }
+    __syncthreads();
+  }
+  if (i < n) {
+    float4 v = vel[i];
+    v.x += ax * dt;
+    v.y += ay * dt;
+    v.z += az * dt;
+    vel[i] = v;
+    pos_out[i] = make_float4(self.x + v.x * dt, self.y + v.y * dt, self.z + v.z * dt, self.w);
+  }
+}
+
+#define SGEMM_TILE 16
+
+// C = A * B^T for row-major n x n matrices (B = A gives the article's A * A^T). Classic shared
+// memory tiling: each 16x16 block stages one tile of A and one of B per step along k.
+extern "C" __global__ void bench_sgemm_nt(const float* a, const float* b, float* c, int n) {
+  __shared__ float a_tile[SGEMM_TILE][SGEMM_TILE];
+  // One column of padding keeps the transposed reads of b_tile off a single bank.
+  __shared__ float b_tile[SGEMM_TILE][SGEMM_TILE + 1];
+  const int row = blockIdx.y * SGEMM_TILE + threadIdx.y;
+  const int col = blockIdx.x * SGEMM_TILE + threadIdx.x;
+  const int b_row = blockIdx.x * SGEMM_TILE + threadIdx.y;
+  float sum = 0.f;
+  for (int k0 = 0; k0 < n; k0 += SGEMM_TILE) {
+    const int k = k0 + threadIdx.x;
+    a_tile[threadIdx.y][threadIdx.x] = (row < n && k < n) ? a[row * n + k] : 0.f;
+    b_tile[threadIdx.y][threadIdx.x] = (b_row < n && k < n) ? b[b_row * n + k] : 0.f;
+    __syncthreads();
+    for (int kk = 0; kk < SGEMM_TILE; ++kk) {
+      sum += a_tile[threadIdx.y][kk] * b_tile[threadIdx.x][kk];
+    }
+    __syncthreads();
+  }
+  if (row < n && col < n) c[row * n + col] = sum;
+}
+
+#define SUM_BLOCK 256
+
+// Partial sums of x[0..n): block b writes the sum of its grid-stride share to partial[b]; the
+// host adds the few partials (as reduce_sum's last stage would).
+extern "C" __global__ void bench_sum(const float* x, int n, float* partial) {
+  __shared__ float scratch[SUM_BLOCK];
+  float sum = 0.f;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    sum += x[i];
+  }
+  scratch[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) scratch[threadIdx.x] += scratch[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = scratch[0];
+}

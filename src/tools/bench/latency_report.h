@@ -1,0 +1,29 @@
+// The latency benchmark's figures and how they become JSON, the table and the targets of
+// issue #5. Separate from the measuring so that the child process (PVGPU_PIPELINE=0) and the
+// parent agree on one encoding.
+#pragma once
+
+#include <string>
+
+#include "tools/bench/bench.h"
+
+namespace pvgpu::tools::bench {
+
+// Microseconds per operation in one mode.
+struct LatencyFigures {
+  double launch_async = 0;  // empty kernel, many launches then one synchronize, per launch
+  double launch_sync = 0;   // launch followed by synchronize, per pair
+  double stream_query = 0;  // cuStreamQuery on completed work
+  double event_query = 0;   // cuEventQuery on a completed event
+  double copy_htod = 0;     // 4-byte cuMemcpyHtoD
+  double copy_dtoh = 0;     // 4-byte cuMemcpyDtoH
+};
+
+nlohmann::ordered_json FiguresToJson(const LatencyFigures& figures);
+StatusOr<LatencyFigures> FiguresFromJson(const std::string& text);
+
+// The report for the three modes; `host` says which host the channel modes used.
+BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigures& channel,
+                              const LatencyFigures& unpipelined, const std::string& host);
+
+}  // namespace pvgpu::tools::bench
