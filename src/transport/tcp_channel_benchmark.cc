@@ -111,10 +111,8 @@ BENCHMARK_CAPTURE(PingPong, unix, Kind::kUnix)->Arg(64)->Arg(4096)->UseRealTime(
 BENCHMARK_CAPTURE(PingPong, tcp, Kind::kTcp)->Arg(64)->Arg(4096)->UseRealTime();
 BENCHMARK_CAPTURE(PingPong, tls, Kind::kTls)->Arg(64)->Arg(4096)->UseRealTime();
 BENCHMARK_CAPTURE(Throughput, unix, Kind::kUnix)->Arg(64)->Arg(1 << 20)->UseRealTime();
-BENCHMARK_CAPTURE(Throughput, tcp, Kind::kTcp)->Arg(64)->Arg(1 << 20)->Arg(4 << 20)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(Throughput, tls, Kind::kTls)->Arg(64)->Arg(1 << 20)->Arg(4 << 20)
-    ->UseRealTime();
+BENCHMARK_CAPTURE(Throughput, tcp, Kind::kTcp)->Arg(64)->Arg(1 << 20)->Arg(4 << 20)->UseRealTime();
+BENCHMARK_CAPTURE(Throughput, tls, Kind::kTls)->Arg(64)->Arg(1 << 20)->Arg(4 << 20)->UseRealTime();
 
 }  // namespace
 }  // namespace pvgpu::transport

@@ -114,9 +114,8 @@ TEST(TcpChannel, ClosedPeerWakesEveryWaiter) {
   auto pair = ConnectPair("tcp://127.0.0.1:0", {}, {});
   ASSERT_TRUE(pair.guest && pair.host);
   ASSERT_TRUE(pair.host->Send(Pattern(1, 10)).ok());
-  std::thread fence_waiter([&] {
-    EXPECT_EQ(pair.guest->WaitFence(5, -1).code(), Code::kDeviceUnavailable);
-  });
+  std::thread fence_waiter(
+      [&] { EXPECT_EQ(pair.guest->WaitFence(5, -1).code(), Code::kDeviceUnavailable); });
   pair.host.reset();  // closes, says goodbye
   std::vector<uint8_t> message;
   ASSERT_TRUE(pair.guest->Receive(&message, 10000).ok());  // sent before the close: delivered
@@ -124,8 +123,7 @@ TEST(TcpChannel, ClosedPeerWakesEveryWaiter) {
   const Status after = pair.guest->Receive(&message, -1);
   EXPECT_EQ(after.code(), Code::kDeviceUnavailable);
   // The goodbye frame tells an orderly close from a lost connection.
-  EXPECT_NE(after.message().find("peer closed the channel"), std::string::npos)
-      << after.message();
+  EXPECT_NE(after.message().find("peer closed the channel"), std::string::npos) << after.message();
   fence_waiter.join();
   EXPECT_EQ(pair.guest->Send(Pattern(2, 10)).code(), Code::kDeviceUnavailable);
 }
@@ -173,8 +171,8 @@ TEST(TcpChannel, PlainTcpOnlyOnLoopback) {
 }
 
 TEST(TcpChannel, AddressesAreCheckedBeforeConnecting) {
-  for (const char* address : {"tcp://", "tcp://host", "tcp://host:99999", "tcp://[::1:80",
-                              "tcp://a:b:c"}) {
+  for (const char* address :
+       {"tcp://", "tcp://host", "tcp://host:99999", "tcp://[::1:80", "tcp://a:b:c"}) {
     EXPECT_EQ(ConnectRemote(address, {}).status().code(), Code::kInvalidValue) << address;
   }
   // Nothing listens there: no device, promptly.

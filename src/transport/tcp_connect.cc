@@ -60,7 +60,8 @@ StatusOr<std::unique_ptr<Endpoint>> ConnectRemote(const std::string& address,
                    "TLS with " + address + " failed: " + status.message() +
                        (status.code() == Code::kNotPermitted
                             ? " (is PVGPU_TLS_CA the CA that signed the host's certificate, "
-                              "and does the certificate name " + remote.host + "?)"
+                              "and does the certificate name " +
+                                  remote.host + "?)"
                             : ""));
     }
     stream = std::move(secured).value();

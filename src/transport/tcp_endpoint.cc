@@ -66,9 +66,8 @@ class StreamEndpoint final : public Endpoint {
     }
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return closed_ || broken_ || pending_.size() < options_.send_buffer_bytes;
-      });
+      cv_.wait(lock,
+               [&] { return closed_ || broken_ || pending_.size() < options_.send_buffer_bytes; });
       PVGPU_TRY(UsableLocked());
       AppendFrame(&pending_, kMessage, parts);
     }
@@ -319,9 +318,9 @@ void StreamEndpoint::Run() {
       AppendFrame(&writing_, kHeartbeat, {});
     }
     if (now - last_rx >= dead_after) {
-      Break(Code::kDeviceUnavailable,
-            "nothing heard from the peer for " + std::to_string(options_.dead_after_ms / 1000) +
-                " s: it or the network is gone");
+      Break(Code::kDeviceUnavailable, "nothing heard from the peer for " +
+                                          std::to_string(options_.dead_after_ms / 1000) +
+                                          " s: it or the network is gone");
       break;
     }
 
@@ -338,8 +337,8 @@ void StreamEndpoint::Run() {
         write_wait = r.kind;
         break;
       } else {
-        Break(Code::kDeviceUnavailable, "connection lost while sending: " +
-                                            (r.kind == IoResult::kEof ? "closed" : r.error));
+        Break(Code::kDeviceUnavailable,
+              "connection lost while sending: " + (r.kind == IoResult::kEof ? "closed" : r.error));
         failed = true;
         break;
       }

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <list>
 #include <mutex>
@@ -148,8 +148,8 @@ StatusOr<std::unique_ptr<RemoteListener>> RemoteListener::Listen(const std::stri
       if (!internal::IsLoopback(candidate)) {
         return Error(Code::kNotPermitted,
                      "plain tcp:// (no TLS, no token) is allowed only on loopback addresses "
-                     "(127.0.0.0/8, ::1, localhost), and " + state->address.host +
-                         " is not one; use tls://" + address.substr(6) +
+                     "(127.0.0.0/8, ::1, localhost), and " +
+                         state->address.host + " is not one; use tls://" + address.substr(6) +
                          " with --tls-cert, --tls-key and --token-file");
       }
     }
@@ -160,8 +160,8 @@ StatusOr<std::unique_ptr<RemoteListener>> RemoteListener::Listen(const std::stri
                    "--token-file)");
     }
     PVGPU_TRY(internal::CheckToken(options.token, "the token file"));
-    PVGPU_ASSIGN_OR_RETURN(state->tls, internal::TlsContext::ForServer(options.tls_cert_file,
-                                                                       options.tls_key_file));
+    PVGPU_ASSIGN_OR_RETURN(
+        state->tls, internal::TlsContext::ForServer(options.tls_cert_file, options.tls_key_file));
   }
   const internal::SocketAddress& bind_address = addresses.front();
   state->socket = UniqueFd(::socket(bind_address.storage.ss_family,

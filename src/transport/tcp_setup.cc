@@ -69,9 +69,8 @@ StatusOr<uint32_t> GuestSetup(ByteStream& stream, const std::string& token,
     case SetupResult::kVersionMismatch:
       return Error(Code::kNotSupported, "the host speaks another transport version");
     default:
-      return Error(Code::kInvalidValue,
-                   "the host refused the set-up record (result " + std::to_string(reply.result) +
-                       ")");
+      return Error(Code::kInvalidValue, "the host refused the set-up record (result " +
+                                            std::to_string(reply.result) + ")");
   }
   if (reply.max_message_size < (64u << 10)) {
     return Error(Code::kInvalidValue, "the host's message limit is implausibly small");
@@ -79,8 +78,8 @@ StatusOr<uint32_t> GuestSetup(ByteStream& stream, const std::string& token,
   return reply.max_message_size;
 }
 
-Status HostSetup(ByteStream& stream, const std::string& expected_token,
-                 uint32_t max_message_size, const Deadline& deadline) {
+Status HostSetup(ByteStream& stream, const std::string& expected_token, uint32_t max_message_size,
+                 const Deadline& deadline) {
   GuestRecord record{};
   PVGPU_TRY(ReadExact(stream, {reinterpret_cast<uint8_t*>(&record), sizeof(record)}, deadline));
   HostRecord reply{};
@@ -104,8 +103,7 @@ Status HostSetup(ByteStream& stream, const std::string& expected_token,
     return refuse(SetupResult::kBadRecord, Code::kInvalidValue, "token longer than allowed");
   }
   std::string token(record.token_length, '\0');
-  PVGPU_TRY(ReadExact(stream, {reinterpret_cast<uint8_t*>(token.data()), token.size()},
-                      deadline));
+  PVGPU_TRY(ReadExact(stream, {reinterpret_cast<uint8_t*>(token.data()), token.size()}, deadline));
   if (!expected_token.empty() && !TokensEqual(token, expected_token)) {
     return refuse(SetupResult::kTokenRejected, Code::kNotPermitted, "token rejected");
   }
@@ -115,9 +113,9 @@ Status HostSetup(ByteStream& stream, const std::string& expected_token,
 
 Status CheckToken(const std::string& token, const std::string& origin) {
   if (token.size() < kMinTokenBytes) {
-    return Error(Code::kInvalidValue,
-                 "the token from " + origin + " is shorter than " +
-                     std::to_string(kMinTokenBytes) + " characters (try: openssl rand -hex 32)");
+    return Error(Code::kInvalidValue, "the token from " + origin + " is shorter than " +
+                                          std::to_string(kMinTokenBytes) +
+                                          " characters (try: openssl rand -hex 32)");
   }
   if (token.size() > kMaxTokenBytes) {
     return Error(Code::kInvalidValue, "the token from " + origin + " is longer than " +

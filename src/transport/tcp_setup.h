@@ -33,8 +33,8 @@ StatusOr<uint32_t> GuestSetup(ByteStream& stream, const std::string& token,
 // Host side. `expected_token` empty means no token is required (loopback tcp://). Compares
 // tokens in constant time (SHA-256 of each, then CRYPTO_memcmp), answers, and returns
 // kNotPermitted / kInvalidValue with the reason when the guest is refused.
-Status HostSetup(ByteStream& stream, const std::string& expected_token,
-                 uint32_t max_message_size, const Deadline& deadline);
+Status HostSetup(ByteStream& stream, const std::string& expected_token, uint32_t max_message_size,
+                 const Deadline& deadline);
 
 // Reads a token file: its first line, surrounding white space removed; refuses tokens shorter
 // than kMinTokenBytes or longer than kMaxTokenBytes.

@@ -149,8 +149,8 @@ Status ConfigureStreamSocket(int fd, int dead_after_ms) {
   return Status::Ok();
 }
 
-StatusOr<UniqueFd> ConnectTcp(const std::vector<SocketAddress>& addresses,
-                              const Deadline& deadline, std::string* peer) {
+StatusOr<UniqueFd> ConnectTcp(const std::vector<SocketAddress>& addresses, const Deadline& deadline,
+                              std::string* peer) {
   Status last = Error(Code::kNoDevice, "no address to connect to");
   for (const SocketAddress& address : addresses) {
     UniqueFd fd(::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,

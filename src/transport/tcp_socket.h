@@ -45,13 +45,14 @@ std::string DescribeSocketAddress(const SocketAddress& address);
 // probes every second (dead_after_ms / 1 s of them), so the kernel also gives up on an idle
 // peer that stopped answering. No TCP_USER_TIMEOUT: since Linux 5.x it also aborts a connection
 // whose peer keeps a zero window that long, i.e. a busy host that applies backpressure, which
-// the endpoint's heartbeats already tell apart from a dead one. Socket buffers are left to the kernel's autotuning: setting SO_SNDBUF or
-// SO_RCVBUF disables it and caps the buffer at net.core.[rw]mem_max, which is smaller than what
-// autotuning reaches (tcp_wmem/tcp_rmem) on a fast link.
+// the endpoint's heartbeats already tell apart from a dead one. Socket buffers are left to the
+// kernel's autotuning: setting SO_SNDBUF or SO_RCVBUF disables it and caps the buffer at
+// net.core.[rw]mem_max, which is smaller than what autotuning reaches (tcp_wmem/tcp_rmem) on a fast
+// link.
 Status ConfigureStreamSocket(int fd, int dead_after_ms);
 
 // Non-blocking connect to the first address that answers before `deadline`.
-StatusOr<UniqueFd> ConnectTcp(const std::vector<SocketAddress>& addresses,
-                              const Deadline& deadline, std::string* peer);
+StatusOr<UniqueFd> ConnectTcp(const std::vector<SocketAddress>& addresses, const Deadline& deadline,
+                              std::string* peer);
 
 }  // namespace pvgpu::transport::internal

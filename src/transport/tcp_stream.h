@@ -17,8 +17,8 @@ namespace pvgpu::transport::internal {
 struct IoResult {
   enum Kind { kDone, kWantRead, kWantWrite, kEof, kError };
   Kind kind = kDone;
-  size_t bytes = 0;     // kDone: bytes moved (> 0)
-  std::string error;    // kError: the reason
+  size_t bytes = 0;   // kDone: bytes moved (> 0)
+  std::string error;  // kError: the reason
 };
 
 class ByteStream {

@@ -123,8 +123,8 @@ StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForServer(const std::string& c
                  "cannot load TLS key '" + key_file + "': " + TakeOpenSslErrors());
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
-    return Error(Code::kInvalidValue, "TLS key '" + key_file + "' does not match certificate '" +
-                                          cert_file + "'");
+    return Error(Code::kInvalidValue,
+                 "TLS key '" + key_file + "' does not match certificate '" + cert_file + "'");
   }
   return context;
 }
@@ -136,13 +136,12 @@ StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForClient(const std::string& c
   std::shared_ptr<TlsContext> context(new TlsContext(ctx));
   SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-  const int loaded = ca_file.empty()
-                         ? SSL_CTX_set_default_verify_paths(ctx)
-                         : SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr);
+  const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
+                                     : SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr);
   if (loaded != 1) {
-    return Error(Code::kInvalidValue,
-                 "cannot load TLS CA '" + (ca_file.empty() ? std::string("(system)") : ca_file) +
-                     "': " + TakeOpenSslErrors());
+    return Error(Code::kInvalidValue, "cannot load TLS CA '" +
+                                          (ca_file.empty() ? std::string("(system)") : ca_file) +
+                                          "': " + TakeOpenSslErrors());
   }
   return context;
 }

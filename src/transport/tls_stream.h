@@ -37,7 +37,6 @@ StatusOr<std::unique_ptr<ByteStream>> TlsAccept(const TlsContext& context, Uniqu
 // Guest side: runs the handshake and checks that the host's certificate chains to a trusted CA
 // and names `host` (a DNS name, or an IP address matched against the certificate's IP SANs).
 StatusOr<std::unique_ptr<ByteStream>> TlsConnect(const TlsContext& context, UniqueFd fd,
-                                                 const std::string& host,
-                                                 const Deadline& deadline);
+                                                 const std::string& host, const Deadline& deadline);
 
 }  // namespace pvgpu::transport::internal

@@ -30,8 +30,8 @@ bool AddExtension(X509* cert, X509* issuer, int nid, const std::string& value) {
 
 // A certificate for `key` named `common_name`, signed by issuer_key (self-signed when
 // issuer is null).
-CertPtr MakeCert(EVP_PKEY* key, const std::string& common_name, X509* issuer,
-                 EVP_PKEY* issuer_key, bool ca, const std::vector<std::string>& names) {
+CertPtr MakeCert(EVP_PKEY* key, const std::string& common_name, X509* issuer, EVP_PKEY* issuer_key,
+                 bool ca, const std::vector<std::string>& names) {
   CertPtr cert(X509_new(), X509_free);
   static long serial = 1;
   X509_set_version(cert.get(), 2);
@@ -68,22 +68,22 @@ CertPtr MakeCert(EVP_PKEY* key, const std::string& common_name, X509* issuer,
 bool WritePem(const std::string& path, X509* cert, EVP_PKEY* key) {
   FILE* file = std::fopen(path.c_str(), "w");
   if (file == nullptr) return false;
-  const bool ok = cert != nullptr ? PEM_write_X509(file, cert) == 1
-                                  : PEM_write_PrivateKey(file, key, nullptr, nullptr, 0,
-                                                         nullptr, nullptr) == 1;
+  const bool ok = cert != nullptr
+                      ? PEM_write_X509(file, cert) == 1
+                      : PEM_write_PrivateKey(file, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
   return std::fclose(file) == 0 && ok;
 }
 
 bool MakeChain(const std::string& dir, const std::string& prefix,
-               const std::vector<std::string>& names, std::string* ca_path,
-               std::string* cert_path, std::string* key_path) {
+               const std::vector<std::string>& names, std::string* ca_path, std::string* cert_path,
+               std::string* key_path) {
   KeyPtr ca_key(EVP_EC_gen("P-256"), EVP_PKEY_free);
   KeyPtr host_key(EVP_EC_gen("P-256"), EVP_PKEY_free);
   if (!ca_key || !host_key) return false;
   CertPtr ca = MakeCert(ca_key.get(), prefix + " test CA", nullptr, ca_key.get(), true, {});
   if (!ca) return false;
-  CertPtr host = MakeCert(host_key.get(), prefix + " test host", ca.get(), ca_key.get(), false,
-                          names);
+  CertPtr host =
+      MakeCert(host_key.get(), prefix + " test host", ca.get(), ca_key.get(), false, names);
   if (!host) return false;
   *ca_path = dir + "/" + prefix + "-ca.pem";
   *cert_path = dir + "/" + prefix + "-host.pem";

@@ -9,8 +9,8 @@
 namespace pvgpu::transport::testing {
 
 struct TestPki {
-  std::string ca_cert;          // PEM file paths inside `dir`
-  std::string host_cert;        // signed by ca_cert, names `names`
+  std::string ca_cert;    // PEM file paths inside `dir`
+  std::string host_cert;  // signed by ca_cert, names `names`
   std::string host_key;
   std::string other_ca_cert;    // an unrelated CA
   std::string other_host_cert;  // signed by other_ca_cert, same names
