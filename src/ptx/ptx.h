@@ -4,6 +4,22 @@
 // form and executes kernels on host threads with warp semantics. It knows nothing about
 // sessions, handles or the channel: the adapter gives it an address space to translate device
 // addresses and the addresses where the module's globals live.
+//
+// Integration notes (cpu adapter):
+//  - Device addresses handed out by the AddressSpace must lie below 0xF000'0000'0000'0000:
+//    the engine keeps generic-address windows above that for shared (0xFD..), local (0xFE..),
+//    kernel parameters (0xFC..) and function pointers (0xFB.., see ir.h). Global and .const
+//    variables live in device memory at the addresses passed in LaunchEnv::global_addresses.
+//  - After placing globals, copy GlobalInfo::init and apply GlobalInfo::relocs (8-byte device
+//    addresses of other globals); function-pointer initializers need nothing.
+//  - Override AddressSpace::Lookup to return whole allocations: each worker caches the last
+//    one, so streaming accesses skip Translate (and its locking) entirely.
+//  - Launch blocks the calling thread until the grid finishes; call it from a per-queue thread.
+//    Programs are immutable and shareable; one Executor serves every session.
+//  - LaunchEnv::print receives each device printf (and assert) line already formatted, one
+//    call per thread, serialized per launch; when unset the text goes to stdout.
+//  - Cancellation: set *LaunchEnv::cancel; running warps notice within a few thousand
+//    instructions and Launch returns kLaunchFailed.
 #pragma once
 
 #include <atomic>
