@@ -73,8 +73,9 @@ TEST(TcpChannel, FileDescriptorsDoNotCross) {
 // mistaken for a dead peer, and everything arrives intact once the host reads again.
 TEST(TcpChannel, BackpressureBlocksSendAndIsNotDeath) {
   RemoteOptions options;
-  options.heartbeat_ms = 100;
-  options.dead_after_ms = 800;
+  // Short bounds so the stall below lasts several of them; generous enough for a loaded CI.
+  options.heartbeat_ms = 200;
+  options.dead_after_ms = 2000;
   auto pair = ConnectPair("tcp://127.0.0.1:0", options, options);
   ASSERT_TRUE(pair.guest && pair.host);
   constexpr int kMessages = 256;  // 256 MiB: far more than every buffer on the way
@@ -93,7 +94,7 @@ TEST(TcpChannel, BackpressureBlocksSendAndIsNotDeath) {
   int last = -1;
   while (sent.load() != last) {
     last = sent.load();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // > dead_after_ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // > dead_after_ms
   }
   EXPECT_LT(last, kMessages);
   EXPECT_FALSE(failed.load());
@@ -105,7 +106,7 @@ TEST(TcpChannel, BackpressureBlocksSendAndIsNotDeath) {
   sender.join();
   EXPECT_FALSE(failed.load());
   // Idle for several dead_after_ms: heartbeats keep both ends alive.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(4000));
   ASSERT_TRUE(pair.guest->Send(Pattern(1, 10)).ok());
   EXPECT_TRUE(pair.host->Receive(&message, 5000).ok());
 }
