@@ -41,6 +41,14 @@ std::string CpuModel() {
   return "unknown";
 }
 
+// `pvgpu --help` lists the one-line summary; `pvgpu bench --help` shows the whole description.
+class BenchFormatter : public CLI::Formatter {
+ public:
+  std::string make_description(const CLI::App* app) const override {
+    return std::string(kDescription) + "\n";
+  }
+};
+
 int RunBench(const bench::BenchOptions& options) {
   StatusOr<bench::BenchReport> report = Error(Code::kInvalidValue, "unknown benchmark");
   if (options.name == "latency") {
@@ -92,7 +100,7 @@ nlohmann::ordered_json MachineJson() {
 Subcommand RegisterBenchCommand(CLI::App& app) {
   auto options = std::make_shared<bench::BenchOptions>();
   CLI::App* command = app.add_subcommand("bench", "Measure pvgpu against the in-process adapter");
-  command->description(kDescription);
+  command->formatter(std::make_shared<BenchFormatter>());
   command->add_option("NAME", options->name, "latency, bandwidth, nbody or matmul")
       ->required()
       ->check(CLI::IsMember({"latency", "bandwidth", "nbody", "matmul"}));

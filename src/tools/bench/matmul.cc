@@ -49,6 +49,7 @@ StatusOr<Result> RunOnDevice(Device& device, const std::vector<float>& a, int n)
   PVGPU_TRY(device.Launch(kSumKernel, {kSumBlocks}, {kSumBlock},
                           {Arg(dc), Arg(elements), Arg(dpartial)}));
   std::vector<float> partial(kSumBlocks);
+  PVGPU_TRY(device.Synchronize());
   PVGPU_TRY(device.Download(partial.data(), dpartial, partial.size() * sizeof(float)));
   Result result;
   result.device = "gpu";
