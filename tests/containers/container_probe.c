@@ -1,8 +1,9 @@
 /* Runs inside the test containers and reports, one fact per line, what the container's CUDA
  * and NVML see. The test on the host reads the lines; this program judges nothing itself.
  *
- *   container_probe devices          cuInit's result, the device count, each device's UUID
- *                                    and total memory
+ *   container_probe devices [HOST]   cuInit's result, the device count, each device's UUID
+ *                                    and total memory; with HOST, PVGPU_HOST is set to it
+ *                                    first (a process in the container trying other sockets)
  *   container_probe alloc MIB [hold] allocates MIB-sized blocks on device 0 until one fails,
  *                                    prints how many succeeded and the error; with "hold",
  *                                    keeps them until stdin closes
@@ -124,11 +125,14 @@ static int Nvml(void) {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (argc >= 2 && strcmp(argv[1], "devices") == 0) return Devices();
+  if (argc >= 2 && strcmp(argv[1], "devices") == 0) {
+    if (argc >= 3) setenv("PVGPU_HOST", argv[2], 1);
+    return Devices();
+  }
   if (argc >= 3 && strcmp(argv[1], "alloc") == 0) {
     return Alloc((size_t)strtoul(argv[2], NULL, 10), argc >= 4 && strcmp(argv[3], "hold") == 0);
   }
   if (argc >= 2 && strcmp(argv[1], "nvml") == 0) return Nvml();
-  fprintf(stderr, "usage: container_probe devices | alloc MIB [hold] | nvml\n");
+  fprintf(stderr, "usage: container_probe devices [HOST] | alloc MIB [hold] | nvml\n");
   return 2;
 }

@@ -168,13 +168,21 @@ TEST(Containers, WithoutADeviceThereIsNoGpu) {
 }
 
 TEST(Containers, EnvironmentCannotWidenAccess) {
-  // Pointing PVGPU_HOST at the admin socket's host path or at another device's socket name
-  // reaches nothing: the container only has the socket it was given.
+  // The spec's own PVGPU_HOST wins over `-e`, and either way only the given socket exists.
+  Outcome overridden = InContainer({"0"}, {kProbe, "devices"},
+                                   {"-e", "PVGPU_HOST=unix:/run/pvgpu/devices/all.sock"});
+  ASSERT_EQ(overridden.exit_code, 0) << overridden.output;
+  EXPECT_EQ(LineStartingWith(overridden.output, "count"), "count 1 (result 0)")
+      << overridden.output;
+  EXPECT_NE(LineStartingWith(overridden.output, "device 0 " + Uuid(0)), "") << overridden.output;
+
+  // A process inside setting PVGPU_HOST to the admin socket's host path, to sockets of devices
+  // it was not given, or to the default socket reaches nothing.
   for (const std::string& host :
        {"unix:" + world->dir + "/admin.sock", std::string("unix:/run/pvgpu/devices/all.sock"),
         std::string("unix:/run/pvgpu/devices/gpu-1.sock"),
         std::string("unix:/run/pvgpu/pvgpud.sock")}) {
-    Outcome devices = InContainer({"0"}, {kProbe, "devices"}, {"-e", "PVGPU_HOST=" + host});
+    Outcome devices = InContainer({"0"}, {kProbe, "devices", host});
     ASSERT_EQ(devices.exit_code, 0) << devices.output;
     EXPECT_EQ(LineStartingWith(devices.output, "cuInit"), "cuInit 100")
         << "PVGPU_HOST=" << host << "\n"
