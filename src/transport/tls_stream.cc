@@ -101,12 +101,18 @@ Status Handshake(SSL* ssl, int fd, const Deadline& deadline, Step step) {
   }
 }
 
+// The guest library's I/O threads may still be inside SSL_read when the program calls exit();
+// OpenSSL's own atexit clean-up would free state under them. Without it the OS reclaims
+// everything at exit anyway. (No effect when the program initialized OpenSSL first.)
+void InitOpenSsl() { OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, nullptr); }
+
 }  // namespace
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
 StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForServer(const std::string& cert_file,
                                                             const std::string& key_file) {
+  InitOpenSsl();
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) return Error(Code::kUnknown, "SSL_CTX_new: " + TakeOpenSslErrors());
@@ -130,6 +136,7 @@ StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForServer(const std::string& c
 }
 
 StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForClient(const std::string& ca_file) {
+  InitOpenSsl();
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   if (ctx == nullptr) return Error(Code::kUnknown, "SSL_CTX_new: " + TakeOpenSslErrors());
