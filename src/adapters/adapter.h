@@ -92,6 +92,11 @@ class Context {
   virtual Status Memset(uint64_t dst, uint64_t pitch, uint32_t value, uint32_t element_size,
                         uint64_t width, uint64_t height) = 0;
 
+  // Makes host memory (a pinned region shared with the guest) addressable by kernels of this
+  // context; the memory stays owned by the caller and must outlive the mapping.
+  virtual StatusOr<uint64_t> MapHostMemory(uint8_t* data, uint64_t size) = 0;
+  virtual Status UnmapHostMemory(uint64_t dptr) = 0;
+
   // Loads a module; its globals are allocated in this context. Logs are filled on success and
   // failure (kInvalidPtx, kNoBinaryForGpu, ...).
   virtual StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind,

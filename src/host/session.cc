@@ -22,6 +22,7 @@ Session::~Session() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [handle, ctx] : contexts_) DestroyContext(*ctx);
   contexts_.clear();
+  regions_.clear();  // after the contexts that may map them
 }
 
 void Session::Run() {
@@ -93,6 +94,7 @@ void Session::Run() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [handle, ctx] : contexts_) DestroyContext(*ctx);
     contexts_.clear();
+    regions_.clear();
   }
   endpoint_->Close();
   if (!fatal_) PVGPU_INFO("session " << id_ << ": ended (" << end_reason << ")");
@@ -204,6 +206,7 @@ void Session::DestroyContext(ContextState& ctx) {
 
 uint64_t Session::UsedBytes() const {
   uint64_t used = 0;
+  for (const auto& [handle, region] : regions_) used += region->size;
   for (const auto& [handle, ctx] : contexts_) {
     if (ctx->impl) used += ctx->impl->used_bytes();
   }

@@ -69,7 +69,16 @@ class Session {
  private:
   struct Allocation {
     uint64_t size;
-    bool module_owned;  // a module's global: freed with the module, not by cuMemFree
+    bool module_owned;  // a module's global or a mapped host region: not freed by cuMemFree
+  };
+  // Pinned host memory: a guest memfd mapped into the daemon.
+  struct Region {
+    Region(uint8_t* data, uint64_t size) : data(data), size(size) {}
+    ~Region();
+    Region(const Region&) = delete;
+    Region& operator=(const Region&) = delete;
+    uint8_t* data;
+    uint64_t size;
   };
   struct Event {
     bool recorded = false;
@@ -87,6 +96,7 @@ class Session {
     std::unordered_map<uint64_t, std::unique_ptr<adapters::Module>> modules;
     std::unordered_map<uint64_t, uint32_t> streams;  // handle -> flags
     std::unordered_map<uint64_t, Event> events;
+    std::unordered_map<uint64_t, uint64_t> mapped_regions;  // region handle -> dptr
   };
 
   // Executors, one per message; session_handlers_*.cc.
@@ -105,6 +115,11 @@ class Session {
   Code Execute(const protocol::MemcpyDtoHRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::MemcpyDtoDRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::MemsetRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::HostRegionCreateRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::HostRegionDestroyRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::HostRegionMapRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemcpyHtoDRegionRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemcpyDtoHRegionRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::ModuleLoadRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::ModuleUnloadRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::LaunchKernelRequest&, std::span<const uint8_t>);
@@ -118,6 +133,8 @@ class Session {
 
   // Ends the session: the guest broke the protocol. Returns a code for convenience.
   Code Fatal(const std::string& reason);
+  // Looks up a region and checks [offset, offset + size) lies inside it; violations are fatal.
+  Region* FindRegion(uint64_t handle, uint64_t offset, uint64_t size);
   // Looks up a context handle; a handle the guest never created is fatal.
   ContextState* FindContext(uint64_t handle);
   // Validates that [address, address + size) lies inside one allocation of `ctx`.
@@ -174,6 +191,7 @@ class Session {
   int guest_pid_ = -1;
   std::string guest_name_;
   std::unordered_map<uint64_t, std::unique_ptr<ContextState>> contexts_;
+  std::unordered_map<uint64_t, std::unique_ptr<Region>> regions_;
 };
 
 template <typename Request>

@@ -158,6 +158,20 @@ class CpuContext final : public Context {
       globals.push_back({g.name, *address, g.size});
       addresses.push_back(*address);
     }
+    // Initializers that hold addresses of globals (`__device__ int* p = &x;`) are patched
+    // now that every global has its device address.
+    const auto& program_globals = program->globals();
+    for (size_t i = 0; i < program_globals.size(); ++i) {
+      for (const auto& reloc : program_globals[i].relocs) {
+        if (reloc.target < 0 || static_cast<size_t>(reloc.target) >= addresses.size() ||
+            reloc.offset > program_globals[i].size || program_globals[i].size - reloc.offset < 8) {
+          continue;  // the engine validated these at load; never write outside the global
+        }
+        const uint64_t value = addresses[reloc.target] + static_cast<uint64_t>(reloc.addend);
+        PVGPU_TRY(Write(addresses[i] + reloc.offset,
+                        {reinterpret_cast<const uint8_t*>(&value), sizeof(value)}));
+      }
+    }
     return std::unique_ptr<Module>(
         new CpuModule(std::move(program), std::move(globals), std::move(addresses)));
   }
@@ -177,8 +191,16 @@ class CpuContext final : public Context {
     env.global_addresses = cpu_module.addresses();
     env.cancel = &cancel_;
     env.print = print;
-    return executor_->Launch(cpu_module.program(), kernels[kernel], launch, params, env);
+    adapter_->busy().KernelStarted();
+    Status status = executor_->Launch(cpu_module.program(), kernels[kernel], launch, params, env);
+    adapter_->busy().KernelFinished();
+    return status;
   }
+
+  StatusOr<uint64_t> MapHostMemory(uint8_t* data, uint64_t size) override {
+    return memory_.AddExternal(data, size);
+  }
+  Status UnmapHostMemory(uint64_t dptr) override { return memory_.Free(dptr); }
 
   void Cancel() override { cancel_.store(true); }
   uint64_t used_bytes() const override { return memory_.used_bytes(); }

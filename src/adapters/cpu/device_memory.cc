@@ -50,6 +50,7 @@ DeviceMemory::~DeviceMemory() {
 }
 
 void DeviceMemory::Release(const Block& block) {
+  if (block.external) return;
   if (block.mapped) {
     munmap(block.data, RoundUp(block.size, 4096));
   } else {
@@ -59,7 +60,7 @@ void DeviceMemory::Release(const Block& block) {
 
 StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size) {
   if (size == 0) return Error(Code::kInvalidValue, "allocation of 0 bytes");
-  Block block{nullptr, size, size >= kMapThreshold};
+  Block block{nullptr, size, size >= kMapThreshold, false};
   if (block.mapped) {
     void* p = mmap(nullptr, RoundUp(size, 4096), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -81,6 +82,15 @@ StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size) {
   return address;
 }
 
+StatusOr<uint64_t> DeviceMemory::AddExternal(uint8_t* data, uint64_t size) {
+  if (size == 0 || data == nullptr) return Error(Code::kInvalidValue, "empty host mapping");
+  const uint64_t address = range_->Reserve(size);
+  if (address == 0) return Error(Code::kOutOfMemory, "device address space exhausted");
+  std::unique_lock lock(mutex_);
+  blocks_[address] = Block{data, size, false, true};
+  return address;
+}
+
 Status DeviceMemory::Free(uint64_t address) {
   Block block;
   {
@@ -88,7 +98,7 @@ Status DeviceMemory::Free(uint64_t address) {
     auto it = blocks_.find(address);
     if (it == blocks_.end()) return Error(Code::kInvalidValue, "not the start of an allocation");
     block = it->second;
-    used_ -= block.size;
+    if (!block.external) used_ -= block.size;
     blocks_.erase(it);
   }
   Release(block);
@@ -104,6 +114,17 @@ uint8_t* DeviceMemory::Translate(uint64_t address, uint64_t size) {
   const uint64_t offset = address - it->first;
   if (offset >= it->second.size || size > it->second.size - offset) return nullptr;
   return it->second.data + offset;
+}
+
+bool DeviceMemory::Lookup(uint64_t address, uint64_t size, Range* out) {
+  std::shared_lock lock(mutex_);
+  auto it = blocks_.upper_bound(address);
+  if (it == blocks_.begin()) return false;
+  --it;
+  const uint64_t offset = address - it->first;
+  if (offset >= it->second.size || size > it->second.size - offset) return false;
+  *out = Range{it->first, it->second.size, it->second.data};
+  return true;
 }
 
 uint64_t DeviceMemory::used_bytes() const {

@@ -37,14 +37,18 @@ class DeviceMemory final : public ptx::AddressSpace {
 
   StatusOr<uint64_t> Allocate(uint64_t size);
   Status Free(uint64_t address);
+  // Gives caller-owned memory a device address (pinned host memory). Not counted as used.
+  StatusOr<uint64_t> AddExternal(uint8_t* data, uint64_t size);
   uint8_t* Translate(uint64_t address, uint64_t size) override;
+  bool Lookup(uint64_t address, uint64_t size, Range* out) override;
   uint64_t used_bytes() const;
 
  private:
   struct Block {
     uint8_t* data;
     uint64_t size;
-    bool mapped;  // mmap'd (large) rather than heap-allocated
+    bool mapped;    // mmap'd (large) rather than heap-allocated
+    bool external;  // owned by someone else: never released here
   };
   static void Release(const Block& block);
 

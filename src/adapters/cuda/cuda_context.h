@@ -30,8 +30,8 @@ class CudaContext final : public Context {
   // Pinned guest memory (the adapter.h hooks of the host-memory work, which lands separately:
   // no `override` here so that this file builds with and without them; an abstract-class error
   // still catches a signature that drifts).
-  StatusOr<uint64_t> MapHostMemory(uint8_t* data, uint64_t size);
-  Status UnmapHostMemory(uint64_t dptr);
+  StatusOr<uint64_t> MapHostMemory(uint8_t* data, uint64_t size) override;
+  Status UnmapHostMemory(uint64_t dptr) override;
   StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
                                                std::string* error_log,
                                                std::string* info_log) override;

@@ -195,6 +195,26 @@ Code Client::Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
   return AwaitReplyLocked(sent_seq, reply);
 }
 
+Code Client::CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags) {
+  if (!connected()) {
+    Status status = Connect();
+    if (!status.ok()) return status.code();
+  }
+  std::lock_guard<std::mutex> fd_lock(fd_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.load()) return Code::kDeviceUnavailable;
+    Status sent = endpoint_->SendFd(fd);
+    if (sent.code() == Code::kNotSupported) return Code::kNotSupported;
+    if (!sent.ok()) return Broken(sent);
+  }
+  protocol::HostRegionCreateRequest request;
+  request.region = handle;
+  request.size = size;
+  request.flags = flags;
+  return Call(request);
+}
+
 bool Client::Done(uint64_t seq) const {
   return endpoint_ != nullptr && endpoint_->ReadFence() >= seq;
 }

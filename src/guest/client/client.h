@@ -52,6 +52,16 @@ class Client {
   Code Post(const Request& request, std::span<const uint8_t> request_payload = {},
             uint64_t* seq = nullptr);
 
+  // Sends an asynchronous request but waits for its result (synchronous variants of
+  // asynchronous calls, e.g. a copy into pinned memory that must be complete on return).
+  template <typename Request>
+  Code PostAndWait(const Request& request, std::span<const uint8_t> request_payload = {});
+
+  // Passes a memfd and registers it as pinned region `handle`: fds and their HostRegionCreate
+  // messages must reach the host in the same order, so both happen under one lock.
+  // kNotSupported when the channel cannot pass descriptors (remote hosts).
+  Code CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags);
+
   // True once the host has finished every message up to `seq` (no message sent).
   bool Done(uint64_t seq) const;
   // Waits until Done(seq); kDeviceUnavailable if the host goes away meanwhile.
@@ -88,7 +98,22 @@ class Client {
   size_t max_payload_ = 0;
   bool pipelined_ = true;
   std::vector<uint8_t> scratch_;
+  std::mutex fd_mutex_;
 };
+
+template <typename Request>
+Code Client::PostAndWait(const Request& request, std::span<const uint8_t> request_payload) {
+  static_assert(Request::kAsync);
+  std::vector<uint8_t> bytes;
+  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), true,
+                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
+                             request_payload, &bytes, nullptr);
+  if (sent != Code::kOk) return sent;
+  typename Request::Reply fixed;
+  if (bytes.size() < sizeof(fixed)) return Broken(Error(Code::kUnknown, "short reply"));
+  std::memcpy(&fixed, bytes.data(), sizeof(fixed));
+  return static_cast<Code>(fixed.result);
+}
 
 template <typename Request>
 Code Client::Call(const Request& request, std::span<const uint8_t> request_payload,

@@ -23,7 +23,36 @@ CUresult OwnerOf(CUdeviceptr dptr, size_t size, CUctx_st** owner) {
   return pvgpu::guest::LiveContext(*owner) ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
-CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
+// Copies between device memory and a pinned region shared with the host: no staging. A
+// synchronous copy waits for the host's result; an asynchronous one only submits.
+template <typename Request>
+CUresult CopyPinned(CUctx_st* owner, uint64_t wire_stream, CUstream stream, bool wait,
+                    Request request) {
+  pvgpu::guest::Client& client = *owner->client;
+  request.ctx = owner->handle;
+  request.stream = wire_stream;
+  if (wait) return ToCu(client.PostAndWait(request));
+  uint64_t seq = 0;
+  if (Code code = client.Post(request, {}, &seq); code != Code::kOk) return ToCu(code);
+  pvgpu::guest::NoteSubmitted(owner, stream, seq);
+  return CUDA_SUCCESS;
+}
+
+// The pinned region holding [p, p + bytes) and its handle on `owner`'s host, if the copy can
+// use it directly.
+bool PinnedOnHost(const void* p, size_t bytes, CUctx_st* owner, uint64_t* handle,
+                  size_t* offset) {
+  // Small copies ride inline in the ring without waiting: cheaper than a zero-copy transfer
+  // whose synchronous form must wait for the host.
+  constexpr size_t kInlineBytes = 64 * 1024;
+  if (bytes <= kInlineBytes) return false;
+  pvgpu::guest::PinnedRegion* region = nullptr;
+  if (!pvgpu::guest::FindPinned(p, bytes, &region, offset)) return false;
+  return pvgpu::guest::RegionOnHost(region, owner->client, handle) == Code::kOk;
+}
+
+CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream,
+                  bool async = false) {
   CUctx_st* ctx = nullptr;
   uint64_t wire_stream = 0;
   if (CUresult r = pvgpu::guest::ResolveStream(stream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
@@ -34,6 +63,17 @@ CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream strea
   CUctx_st* owner = nullptr;
   if (CUresult r = OwnerOf(dst, bytes, &owner); r != CUDA_SUCCESS) return r;
   if (owner != ctx) wire_stream = 0;  // another context's memory: its own default stream
+  uint64_t region = 0;
+  size_t offset = 0;
+  if (PinnedOnHost(src, bytes, owner, &region, &offset)) {
+    protocol::MemcpyHtoDRegionRequest request;
+    request.dst = dst;
+    request.region = region;
+    request.offset = offset;
+    request.size = bytes;
+    // A synchronous copy from pinned memory must be done before the caller may reuse it.
+    return CopyPinned(owner, wire_stream, owner == ctx ? stream : nullptr, !async, request);
+  }
   Client& client = *owner->client;
   const auto* data = static_cast<const uint8_t*>(src);
   uint64_t seq = 0;
@@ -52,7 +92,8 @@ CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream strea
   return CUDA_SUCCESS;
 }
 
-CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream,
+                  bool async = false) {
   CUctx_st* ctx = nullptr;
   uint64_t wire_stream = 0;
   if (CUresult r = pvgpu::guest::ResolveStream(stream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
@@ -63,6 +104,16 @@ CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   CUctx_st* owner = nullptr;
   if (CUresult r = OwnerOf(src, bytes, &owner); r != CUDA_SUCCESS) return r;
   if (owner != ctx) wire_stream = 0;
+  uint64_t region = 0;
+  size_t offset = 0;
+  if (PinnedOnHost(dst, bytes, owner, &region, &offset)) {
+    protocol::MemcpyDtoHRegionRequest request;
+    request.src = src;
+    request.region = region;
+    request.offset = offset;
+    request.size = bytes;
+    return CopyPinned(owner, wire_stream, owner == ctx ? stream : nullptr, !async, request);
+  }
   Client& client = *owner->client;
   auto* out = static_cast<uint8_t*>(dst);
   std::vector<uint8_t> data;
@@ -234,12 +285,12 @@ CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
 
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream s) {
   PVGPU_API_TRACE("cuMemcpyHtoDAsync_v2", "0x" << std::hex << dst << ", " << src << ", " << std::dec << bytes << ", " << s);
-  return CopyHtoD(dst, src, bytes, s);
+  return CopyHtoD(dst, src, bytes, s, /*async=*/true);
 }
 
 CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream s) {
   PVGPU_API_TRACE("cuMemcpyDtoHAsync_v2", dst << ", 0x" << std::hex << src << ", " << std::dec << bytes << ", " << s);
-  return CopyDtoH(dst, src, bytes, s);
+  return CopyDtoH(dst, src, bytes, s, /*async=*/true);
 }
 
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {

@@ -78,6 +78,19 @@ struct Device {
   protocol::DeviceGetInfoReply info{};
 };
 
+// Pinned host memory. Memory from cuMemHostAlloc lives in a sealed memfd that each host the
+// guest copies with maps too, so copies need no staging; memory registered with
+// cuMemHostRegister is the application's own and is copied through the ring like pageable
+// memory.
+struct PinnedRegion {
+  void* base = nullptr;
+  size_t size = 0;
+  unsigned int flags = 0;
+  int fd = -1;             // the memfd; -1 for registered application memory
+  std::map<Client*, uint64_t> handles;             // registration on each host
+  std::map<CUctx_st*, CUdeviceptr> device_pointers;  // CU_MEMHOSTALLOC_DEVICEMAP mappings
+};
+
 struct PrimaryContext {
   CUctx_st* ctx = nullptr;  // live while refcount > 0
   int refcount = 0;
@@ -109,6 +122,8 @@ class DriverState {
   std::unordered_set<CUevent_st*> events;
   // Device allocations per context, for range checks and cuMemGetAddressRange.
   std::map<CUdeviceptr, std::pair<size_t, CUctx_st*>> allocations;
+  // Pinned host memory by base address.
+  std::map<uintptr_t, PinnedRegion*> pinned;
 
  private:
   DriverState() = default;
@@ -135,6 +150,12 @@ void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq);
 
 // Finds the allocation holding [dptr, dptr + size); false when there is none.
 bool FindAllocation(CUdeviceptr dptr, size_t size, CUctx_st** owner = nullptr);
+
+// Finds the pinned region holding [p, p + size); false when the range is pageable memory.
+bool FindPinned(const void* p, size_t size, PinnedRegion** region, size_t* offset);
+// The region's handle on `client`, registering it there on first use. kNotSupported when the
+// region cannot be shared with that host (registered memory, remote hosts): copy it instead.
+Code RegionOnHost(PinnedRegion* region, Client* client, uint64_t* handle);
 
 // Logs an API call at trace level (PVGPU_LOG=trace).
 #define PVGPU_API_TRACE(name, args) PVGPU_TRACE(name << "(" << args << ")")
