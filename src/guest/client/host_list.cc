@@ -68,6 +68,12 @@ std::vector<std::string> SocketsInDirectory(const std::string& dir) {
 std::vector<std::string> ExpandHostList(const char* value, const std::string& default_address,
                                         const std::string& device_dir) {
   if (value == nullptr || *value == '\0') {
+    // A host with --device-sockets may have the device directory too; its own tools keep
+    // using the default socket there. Only where that is missing (a container) do the
+    // directory's sockets stand in for it.
+    struct stat st;
+    const std::string default_path = default_address.substr(default_address.find(':') + 1);
+    if (stat(default_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return {default_address};
     std::vector<std::string> devices = SocketsInDirectory(device_dir);
     if (!devices.empty()) return devices;
     return {default_address};

@@ -1,7 +1,8 @@
 // Which hosts a guest process talks to. PVGPU_HOST is a comma-separated list of addresses;
 // an entry "dir:PATH" stands for every socket in PATH, in natural name order (gpu-2.sock
-// before gpu-10.sock). Without PVGPU_HOST, the sockets in /run/pvgpu/devices are used when
-// there are any (a container given pvgpu CDI devices), else the default socket.
+// before gpu-10.sock). Without PVGPU_HOST: the default socket when it exists, else the sockets
+// in /run/pvgpu/devices when there are any (a container given pvgpu CDI devices), else the
+// default socket (which then reports no device).
 //
 // The directory form exists for containers: each CDI device mounts its own socket into one
 // directory, so a container given several devices needs no per-device environment variable

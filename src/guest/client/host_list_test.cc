@@ -87,6 +87,16 @@ TEST(HostList, DeviceDirectoryReplacesTheDefault) {
             std::vector<std::string>{"unix:/mine"});
 }
 
+TEST(HostList, AnExistingDefaultSocketWinsOverTheDirectory) {
+  SocketDir host;  // the host itself: its admin socket and a device socket
+  host.AddSocket("pvgpud.sock");
+  SocketDir devices;
+  devices.AddSocket("gpu-0.sock");
+  const std::string default_address = "unix:" + host.dir() + "/pvgpud.sock";
+  EXPECT_EQ(ExpandHostList(nullptr, default_address, devices.dir()),
+            std::vector<std::string>{default_address});
+}
+
 TEST(HostList, EmptyDirectoryMeansNoHosts) {
   SocketDir empty;
   EXPECT_TRUE(ExpandHostList(("dir:" + empty.dir()).c_str(), "unix:/default", "/x").empty());
