@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of src/protocol/dispatch_fuzzer.cc into this directory.
+
+Struct layouts come from src/protocol/messages.json through gen_protocol.py's own layout(), so
+the seeds stay well-formed as messages change. Each seed is a mode byte and a sequence of
+[u16 length][message] records (see dispatch_fuzzer.cc): a realistic session per seed, which
+the fuzzer then mutates. Run it after changing messages.json:
+
+    python3 tests/fuzz/protocol/make_seeds.py
+"""
+
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "src", "protocol"))
+import gen_protocol  # noqa: E402
+
+SPEC = json.load(open(os.path.join(HERE, "..", "..", "..", "src", "protocol", "messages.json")))
+MESSAGES = {m["name"]: m for m in SPEC["messages"]}
+PACK = {"u8": "B", "u16": "H", "u32": "I", "i32": "i", "u64": "Q", "i64": "q", "f32": "f",
+        "handle": "Q", "dptr": "Q", "char": "s"}
+
+PTX = b""".version 7.5
+.target sm_75
+.address_size 64
+.global .align 4 .u32 table[4] = {1, 2, 3, 4};
+.visible .entry axpi(.param .u64 x, .param .u64 y, .param .u32 a, .param .u32 n)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .pred %p;
+  ld.param.u64 %rd1, [x];
+  ld.param.u64 %rd2, [y];
+  ld.param.u32 %r1, [a];
+  ld.param.u32 %r2, [n];
+  mov.u32 %r3, %tid.x;
+  setp.ge.u32 %p, %r3, %r2;
+  @%p bra done;
+  mul.wide.u32 %rd3, %r3, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r4, [%rd4];
+  mad.lo.u32 %r5, %r4, %r1, %r3;
+  add.s64 %rd5, %rd2, %rd3;
+  st.global.u32 [%rd5], %r5;
+done:
+  ret;
+}
+"""
+
+
+def request(name, payload=b"", flags=0, **fields):
+    """One message: header (op, flags, seq 0: the fuzzer's mode bit 0 renumbers) + body."""
+    msg = MESSAGES[name]
+    members, size = gen_protocol.layout(msg.get("request", []))
+    body = bytearray(size)
+    for _decl, field, offset, base, count in members:
+        if field is None or field not in fields:
+            continue
+        value = fields[field]
+        if base == "char":
+            body[offset:offset + count] = value.ljust(count, b"\0")[:count]
+        elif count:
+            struct.pack_into("<%d%s" % (count, PACK[base]), body, offset, *value)
+        else:
+            struct.pack_into("<" + PACK[base], body, offset, value)
+    return struct.pack("<IIQ", msg["id"], flags, 0) + bytes(body) + payload
+
+
+def seed(mode, *messages):
+    out = bytes([mode])
+    for m in messages:
+        out += struct.pack("<H", len(m)) + m
+    return out
+
+
+def main():
+    version = SPEC["version"]
+    hello = request("Hello", protocol_version=version, guest_pid=1, guest_name=b"seed")
+    ctx = request("CtxCreate", ctx=16, device=0)
+    alloc = request("MemAlloc", ctx=16, size=4096)
+    # The cpu adapter's first allocation of a context: the address the seeds point at.
+    base = 0x10000000000
+    seeds = {
+        "hello_only": seed(1, hello),
+        "status": seed(1, hello, request("HostStatus"), request("DeviceGetInfo", device=0)),
+        "context_life": seed(1, hello, ctx, request("MemGetInfo", ctx=16),
+                             request("CtxSetLimit", ctx=16, limit=1, value=4096),
+                             request("CtxSynchronize", ctx=16), request("CtxDestroy", ctx=16)),
+        "copies": seed(1, hello, ctx, alloc, alloc,
+                       request("MemcpyHtoD", b"0123456789abcdef", ctx=16, dst=base),
+                       request("MemcpyDtoD", ctx=16, dst=base + 4096, src=base, size=16),
+                       request("MemcpyDtoH", ctx=16, src=base + 4096, size=16),
+                       request("Memset", ctx=16, dst=base, pitch=64, value=7, element_size=4,
+                               width=16, height=4),
+                       request("MemFree", ctx=16, dptr=base)),
+        "module_launch": seed(1, hello, ctx, alloc,
+                              request("ModuleLoad", PTX + b"\0", ctx=16, module=5, image_kind=1,
+                                      log_limit=1024),
+                              request("LaunchKernel", struct.pack("<QQII", base, base, 3, 4),
+                                      ctx=16, module=5, kernel=0, grid=[1, 1, 1],
+                                      block=[32, 1, 1]),
+                              request("CtxSynchronize", ctx=16),
+                              request("ModuleUnload", ctx=16, module=5)),
+        "streams_events": seed(1, hello, ctx, request("StreamCreate", ctx=16, stream=7),
+                               request("EventCreate", ctx=16, event=8),
+                               request("EventCreate", ctx=16, event=9),
+                               request("EventRecord", ctx=16, event=8, stream=7),
+                               request("EventRecord", ctx=16, event=9, stream=7),
+                               request("StreamSynchronize", ctx=16, stream=7),
+                               request("EventElapsedTime", ctx=16, start=8, end=9),
+                               request("EventDestroy", ctx=16, event=8),
+                               request("StreamDestroy", ctx=16, stream=7)),
+        "region_without_fd": seed(1, hello, request("HostRegionCreate", region=3, size=4096)),
+        "overflowing_ranges": seed(1, hello, ctx, alloc,
+                                   request("MemcpyDtoD", flags=2, ctx=16, dst=base, src=base,
+                                           size=2**64 - 1),
+                                   request("Memset", flags=2, ctx=16, dst=base, pitch=2**62,
+                                           element_size=4, width=16, height=8),
+                                   request("MemcpyDtoH", ctx=16, src=base + 4092, size=64)),
+        "bad_frames": seed(4, b"", b"\1\0\0", hello + b"extra", request("Print", b"hi")),
+        "description": seed(4, struct.pack("<I", 1) + struct.pack("<I", 4) + b"axpi"),
+        "goodbye": seed(1, hello, request("Goodbye")),
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(HERE, name + ".bin"), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()
