@@ -195,6 +195,32 @@ Code Client::Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
   return AwaitReplyLocked(sent_seq, reply);
 }
 
+Code Client::ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_t request_size,
+                           const std::function<Code(size_t, std::span<const uint8_t>)>& on_reply) {
+  if (!connected()) {
+    Status status = Connect();
+    if (!status.ok()) return status.code();
+  }
+  const size_t count = requests.size() / request_size;
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t first = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t seq = 0;
+    Code code = SendLocked(op, 0, requests.subspan(i * request_size, request_size), {}, &seq);
+    if (code != Code::kOk) return code;
+    if (i == 0) first = seq;
+  }
+  // Every reply is read even after a failure, so that none is left for the next call.
+  Code result = Code::kOk;
+  std::vector<uint8_t> body;
+  for (size_t i = 0; i < count; ++i) {
+    Code code = AwaitReplyLocked(first + i, &body);
+    if (code == Code::kDeviceUnavailable) return code;
+    if (code == Code::kOk && result == Code::kOk) result = on_reply(i, body);
+  }
+  return result;
+}
+
 Code Client::CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags) {
   if (!connected()) {
     Status status = Connect();

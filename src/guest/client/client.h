@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -52,6 +53,12 @@ class Client {
   Code Post(const Request& request, std::span<const uint8_t> request_payload = {},
             uint64_t* seq = nullptr);
 
+  // Sends `requests` back to back, then takes their replies in order, so that the host streams
+  // the data of many chunks without a round trip each. `on_reply(index, payload)` sees each
+  // successful reply's payload; the first failing result ends the call.
+  template <typename Request, typename OnReply>
+  Code CallPipelined(std::span<const Request> requests, OnReply&& on_reply);
+
   // Sends an asynchronous request but waits for its result (synchronous variants of
   // asynchronous calls, e.g. a copy into pinned memory that must be complete on return).
   template <typename Request>
@@ -83,6 +90,9 @@ class Client {
   Code SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fixed,
                   std::span<const uint8_t> payload, uint64_t* seq);
   Code AwaitReplyLocked(uint64_t seq, std::vector<uint8_t>* reply);
+  // The batch behind CallPipelined: every request has the same op and fixed size.
+  Code ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_t request_size,
+                     const std::function<Code(size_t, std::span<const uint8_t>)>& on_reply);
   void HandleUnsolicited(const protocol::MessageHeader& header, std::span<const uint8_t> body);
   Code Broken(const Status& status);
 
@@ -100,6 +110,22 @@ class Client {
   std::vector<uint8_t> scratch_;
   std::mutex fd_mutex_;
 };
+
+template <typename Request, typename OnReply>
+Code Client::CallPipelined(std::span<const Request> requests, OnReply&& on_reply) {
+  static_assert(!Request::kAsync);
+  using Reply = typename Request::Reply;
+  return ExchangeBatch(
+      static_cast<uint32_t>(Request::kOp),
+      {reinterpret_cast<const uint8_t*>(requests.data()), requests.size_bytes()}, sizeof(Request),
+      [&on_reply](size_t index, std::span<const uint8_t> body) -> Code {
+        Reply fixed;
+        if (body.size() < sizeof(fixed)) return Code::kUnknown;
+        std::memcpy(&fixed, body.data(), sizeof(fixed));
+        if (fixed.result != 0) return static_cast<Code>(fixed.result);
+        return on_reply(index, body.subspan(sizeof(fixed)));
+      });
+}
 
 template <typename Request>
 Code Client::PostAndWait(const Request& request, std::span<const uint8_t> request_payload) {

@@ -116,7 +116,9 @@ CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream,
   }
   Client& client = *owner->client;
   auto* out = static_cast<uint8_t*>(dst);
-  std::vector<uint8_t> data;
+  // All chunks are requested at once; the host streams them back without a round trip each.
+  std::vector<protocol::MemcpyDtoHRequest> requests;
+  std::vector<size_t> offsets;
   for (size_t done = 0; done < bytes;) {
     const size_t chunk = std::min(bytes - done, client.max_payload());
     protocol::MemcpyDtoHRequest request;
@@ -124,14 +126,18 @@ CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream,
     request.stream = wire_stream;
     request.src = src + done;
     request.size = chunk;
-    if (Code code = client.Call(request, {}, nullptr, &data); code != Code::kOk) {
-      return ToCu(code);
-    }
-    if (data.size() != chunk) return CUDA_ERROR_UNKNOWN;
-    std::copy(data.begin(), data.end(), out + done);
+    requests.push_back(request);
+    offsets.push_back(done);
     done += chunk;
   }
-  return CUDA_SUCCESS;
+  const Code code = client.CallPipelined(
+      std::span<const protocol::MemcpyDtoHRequest>(requests),
+      [&](size_t index, std::span<const uint8_t> payload) {
+        if (payload.size() != requests[index].size) return Code::kUnknown;
+        std::memcpy(out + offsets[index], payload.data(), payload.size());
+        return Code::kOk;
+      });
+  return ToCu(code);
 }
 
 CUresult CopyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
