@@ -4,12 +4,15 @@
 // into that host's daemon: copies from and to it go straight between the shared pages and
 // device memory, and kernels can address it (CU_MEMHOSTALLOC_DEVICEMAP). cuMemHostRegister
 // cannot move the application's existing pages into shared memory; it records the range
-// (flags, lookups) and copies from it are staged like pageable memory.
+// (flags, lookups) and copies from it are staged like pageable memory — unless the range is
+// exactly a shared mapping of a sealed memfd from its start (what pvgpud itself registers when
+// it runs on pvgpu's driver), which is shared with the host like cuMemHostAlloc memory.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "guest/cuda/state.h"
@@ -53,6 +56,38 @@ CUresult CreateSharedPages(size_t size, int* fd_out, void** base) {
   return CUDA_SUCCESS;
 }
 
+// An fd for the sealed memfd mapped shared at exactly `p` from file offset 0 and at least
+// `size` bytes long, or -1. Opening /proc/self/map_files needs CAP_SYS_ADMIN or
+// CAP_CHECKPOINT_RESTORE; without it the memory is simply staged.
+int SharedFileAt(void* p, size_t size) {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return -1;
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  char line[512];
+  int fd = -1;
+  while (std::fgets(line, sizeof(line), maps) != nullptr) {
+    unsigned long start = 0, end = 0, offset = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%lx-%lx %7s %lx", &start, &end, perms, &offset) != 4) continue;
+    if (start != address) continue;
+    if (perms[3] == 's' && offset == 0 && end - start >= size &&
+        std::strstr(line, "/memfd:") != nullptr) {
+      char path[64];
+      std::snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", start, end);
+      fd = open(path, O_RDWR | O_CLOEXEC);
+      // Only sealed memfds can be shared: the host refuses anything it could be crashed by.
+      if (fd >= 0 && (fcntl(fd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
+                         (F_SEAL_SHRINK | F_SEAL_GROW)) {
+        close(fd);
+        fd = -1;
+      }
+    }
+    break;
+  }
+  std::fclose(maps);
+  return fd;
+}
+
 PinnedRegion* RegionAt(void* base) {
   auto& state = DriverState::Get();
   std::lock_guard<std::mutex> lock(state.mutex());
@@ -91,6 +126,7 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) 
   auto* region = new PinnedRegion();
   region->size = PageRound(bytesize);
   region->flags = Flags;
+  region->allocated = true;
   if (CUresult r = CreateSharedPages(region->size, &region->fd, &region->base); r != CUDA_SUCCESS) {
     delete region;
     return r;
@@ -122,7 +158,7 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
   PVGPU_API_TRACE("cuMemFreeHost", p);
   if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
   PinnedRegion* region = RegionAt(p);
-  if (region == nullptr || region->fd < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (region == nullptr || !region->allocated) return CUDA_ERROR_INVALID_VALUE;
   ReleaseRegion(region);
   munmap(region->base, region->size);
   close(region->fd);
@@ -200,6 +236,7 @@ CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags)
   region->base = p;
   region->size = bytesize;
   region->flags = Flags;
+  region->fd = SharedFileAt(p, bytesize);
   state.pinned[base] = region;
   return CUDA_SUCCESS;
 }
@@ -208,8 +245,9 @@ CUresult CUDAAPI cuMemHostUnregister(void* p) {
   PVGPU_API_TRACE("cuMemHostUnregister", p);
   if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
   PinnedRegion* region = RegionAt(p);
-  if (region == nullptr || region->fd >= 0) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  if (region == nullptr || region->allocated) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   ReleaseRegion(region);
+  if (region->fd >= 0) close(region->fd);
   delete region;
   return CUDA_SUCCESS;
 }

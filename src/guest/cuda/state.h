@@ -86,7 +86,8 @@ struct PinnedRegion {
   void* base = nullptr;
   size_t size = 0;
   unsigned int flags = 0;
-  int fd = -1;             // the memfd; -1 for registered application memory
+  int fd = -1;             // a shared file behind the pages; -1 when there is none
+  bool allocated = false;  // by cuMemHostAlloc (else registered application memory)
   std::map<Client*, uint64_t> handles;             // registration on each host
   std::map<CUctx_st*, CUdeviceptr> device_pointers;  // CU_MEMHOSTALLOC_DEVICEMAP mappings
 };
