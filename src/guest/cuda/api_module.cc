@@ -156,6 +156,10 @@ bool LiveModule(CUmod_st* module) {
   return module != nullptr && state.modules.count(module) != 0;
 }
 
+}  // namespace
+
+namespace pvgpu::guest {
+
 // A CUfunction is valid while its module is loaded.
 bool LiveFunction(CUfunc_st* function) {
   if (function == nullptr) return false;
@@ -170,7 +174,9 @@ bool LiveFunction(CUfunc_st* function) {
   return false;
 }
 
-}  // namespace
+}  // namespace pvgpu::guest
+
+using pvgpu::guest::LiveFunction;
 
 extern "C" {
 

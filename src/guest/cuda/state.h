@@ -149,6 +149,9 @@ CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle);
 // Notes that work was submitted on `stream` (seq from the client).
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq);
 
+// True while `function`'s module is loaded.
+bool LiveFunction(CUfunc_st* function);
+
 // Finds the allocation holding [dptr, dptr + size); false when there is none.
 bool FindAllocation(CUdeviceptr dptr, size_t size, CUctx_st** owner = nullptr);
 

@@ -1,0 +1,117 @@
+/* Driver API beyond the basics: pointer attributes, unified-address copies, extended launches,
+ * function attributes, stream waits on events and the occupancy calculators. */
+#include "common.h"
+
+int main(void) {
+  CHECK(cuInit(0));
+  CUdevice device;
+  CHECK(cuDeviceGet(&device, 0));
+  CUcontext ctx;
+  CHECK(cuCtxCreate(&ctx, NULL, 0, device));
+  char* ptx = ReadPtx("basics");
+  CUmodule module;
+  CHECK(cuModuleLoadData(&module, ptx));
+  CUfunction write_index;
+  CHECK(cuModuleGetFunction(&write_index, module, "write_index"));
+
+  /* Pointer attributes */
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, 4096));
+  unsigned int type = 0;
+  CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 100));
+  EXPECT_TRUE(type == CU_MEMORYTYPE_DEVICE);
+  CUcontext owner = NULL;
+  CHECK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, d));
+  EXPECT_TRUE(owner == ctx);
+  CUdeviceptr start = 0;
+  size_t range = 0;
+  CHECK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d + 100));
+  CHECK(cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d + 100));
+  EXPECT_TRUE(start == d && range == 4096);
+  void* pinned = NULL;
+  CHECK(cuMemAllocHost(&pinned, 1 << 20));
+  CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)pinned));
+  EXPECT_TRUE(type == CU_MEMORYTYPE_HOST);
+  int local = 0;
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE,
+                cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)&local));
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_MAPPED};
+  unsigned int t2 = 99;
+  int mapped = 99;
+  void* values[] = {&t2, &mapped};
+  CHECK(cuPointerGetAttributes(2, attrs, values, (CUdeviceptr)&local));
+  EXPECT_TRUE(t2 == 0 && mapped == 0);
+
+  /* cuMemcpy works out directions from the pointers */
+  unsigned int host[1024];
+  for (int i = 0; i < 1024; ++i) host[i] = (unsigned int)i * 3u;
+  CHECK(cuMemcpy(d, (CUdeviceptr)host, sizeof(host)));
+  memset(host, 0, sizeof(host));
+  CHECK(cuMemcpy((CUdeviceptr)host, d, sizeof(host)));
+  EXPECT_TRUE(host[1023] == 3069u);
+
+  /* Extended launch, with a priority attribute */
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  attr.value.priority = 0;
+  CUlaunchConfig config;
+  memset(&config, 0, sizeof(config));
+  config.gridDimX = 4;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 256;
+  config.blockDimY = config.blockDimZ = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  void* args[] = {&d};
+  CHECK(cuLaunchKernelEx(&config, write_index, args, NULL));
+  CHECK(cuMemcpyDtoH(host, d, sizeof(host)));
+  EXPECT_TRUE(host[0] == 0 && host[1023] == 1023);
+  attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attr.value.cooperative = 1;
+  EXPECT_RESULT(CUDA_ERROR_NOT_SUPPORTED, cuLaunchKernelEx(&config, write_index, args, NULL));
+
+  /* Function attributes */
+  int value = 0;
+  CHECK(cuFuncSetAttribute(write_index, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024));
+  CHECK(cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, write_index));
+  EXPECT_TRUE(value == 64 * 1024);
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE,
+                cuFuncSetAttribute(write_index, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   1 << 30));
+  CHECK(cuFuncSetCacheConfig(write_index, CU_FUNC_CACHE_PREFER_SHARED));
+
+  /* Occupancy */
+  int blocks = 0, min_grid = 0, block_size = 0;
+  CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, write_index, 256, 0));
+  EXPECT_TRUE(blocks >= 1);
+  CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, write_index, 4096, 0));
+  EXPECT_TRUE(blocks == 0);
+  CHECK(cuOccupancyMaxPotentialBlockSize(&min_grid, &block_size, write_index, NULL, 0, 0));
+  EXPECT_TRUE(block_size >= 32 && block_size <= 1024 && block_size % 32 == 0 && min_grid >= 1);
+
+  /* A stream waiting on another stream's event */
+  CUstream a, b;
+  CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+  CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+  CUevent done;
+  CHECK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+  CHECK(cuMemsetD32Async(d, 7, 1024, a));
+  CHECK(cuEventRecord(done, a));
+  CHECK(cuStreamWaitEvent(b, done, 0));
+  CHECK(cuMemcpyDtoHAsync(host, d, sizeof(host), b));
+  CHECK(cuStreamSynchronize(b));
+  EXPECT_TRUE(host[0] == 7 && host[1023] == 7);
+  EXPECT_RESULT(CUDA_ERROR_INVALID_HANDLE, cuStreamWaitEvent(b, (CUevent)0x999, 0));
+
+  CHECK(cuEventDestroy(done));
+  CHECK(cuStreamDestroy(a));
+  CHECK(cuStreamDestroy(b));
+  CHECK(cuMemFreeHost(pinned));
+  CHECK(cuMemFree(d));
+  CHECK(cuModuleUnload(module));
+  CHECK(cuCtxDestroy(ctx));
+  free(ptx);
+  printf("extras: all checks passed\n");
+  return 0;
+}
