@@ -304,6 +304,7 @@ int main(int argc, char** argv) {
   }
   if (!world->spec_path.empty()) std::remove(world->spec_path.c_str());
   world->daemon.reset();
-  if (!world->dir.empty() && result == 0) std::filesystem::remove_all(world->dir);
+  // Kept after a failure, for its pvgpud.log.
+  if (!world->dir.empty() && result != 1) std::filesystem::remove_all(world->dir);
   return result;
 }
