@@ -54,6 +54,7 @@ class Server {
   };
 
   void AcceptLoop(Listener* listener);
+  uint64_t ListenerUse(const SessionPolicy& viewer, const adapters::Adapter* adapter);
   void ReapFinished();  // joins sessions that have ended; mutex_ held
 
   std::vector<std::unique_ptr<adapters::Adapter>> adapters_;

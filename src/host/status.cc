@@ -27,6 +27,25 @@ std::string PciBusId(const adapters::AdapterInfo& info) {
 
 }  // namespace
 
+// What the sessions of `viewer`'s own listener hold, for tenants that must not learn how much
+// memory other tenants use on a shared adapter.
+uint64_t Server::ListenerUse(const SessionPolicy& viewer, const adapters::Adapter* adapter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t used = 0;
+  for (auto& slot : sessions_) {
+    if (slot.session->finished() || slot.session->policy().listener != viewer.listener) continue;
+    const SessionSnapshot s = slot.session->Snapshot();
+    const auto& adapters = slot.session->policy().adapters;
+    for (uint32_t d : s.devices) {
+      if (d < adapters.size() && adapters[d] == adapter) {
+        used += s.used_bytes;
+        break;
+      }
+    }
+  }
+  return used;
+}
+
 std::string Server::StatusJson(const SessionPolicy& viewer) {
   json status;
   status["host"] = {{"version", kVersionString},
@@ -69,7 +88,7 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
         {"software", info.is_software},
         {"integrated", info.is_integrated},
         {"memory_total", total},
-        {"memory_used", adapter->used_bytes()},
+        {"memory_used", viewer.admin ? adapter->used_bytes() : ListenerUse(viewer, adapter)},
         {"adapter_memory_total", info.total_memory},
         {"utilization_percent", utilization_[index]},
         {"pci_bus_id", PciBusId(info)},

@@ -104,6 +104,48 @@ int main(void) {
   EXPECT_TRUE(host[0] == 7 && host[1023] == 7);
   EXPECT_RESULT(CUDA_ERROR_INVALID_HANDLE, cuStreamWaitEvent(b, (CUevent)0x999, 0));
 
+  /* Pitched allocation and 2D copies in every direction */
+  CUdeviceptr pitched;
+  size_t pitch = 0;
+  CHECK(cuMemAllocPitch(&pitched, &pitch, 100, 8, 4));
+  EXPECT_TRUE(pitch >= 100 && pitch % 256 == 0);
+  unsigned char rows[8][100];
+  unsigned char back[8][100];
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 100; ++c) rows[r][c] = (unsigned char)(r * 16 + c);
+  CUDA_MEMCPY2D copy;
+  memset(&copy, 0, sizeof(copy));
+  copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+  copy.srcHost = rows;
+  copy.srcPitch = 100;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = pitched;
+  copy.dstPitch = pitch;
+  copy.WidthInBytes = 100;
+  copy.Height = 8;
+  CHECK(cuMemcpy2D(&copy));
+  CUdeviceptr second;
+  size_t pitch2 = 0;
+  CHECK(cuMemAllocPitch(&second, &pitch2, 100, 8, 4));
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = pitched;
+  copy.srcPitch = pitch;
+  copy.dstDevice = second;
+  copy.dstPitch = pitch2;
+  CHECK(cuMemcpy2DAsync(&copy, NULL));
+  memset(back, 0, sizeof(back));
+  copy.srcDevice = second;
+  copy.srcPitch = pitch2;
+  copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+  copy.dstHost = back;
+  copy.dstPitch = 100;
+  CHECK(cuMemcpy2D(&copy));
+  EXPECT_TRUE(memcmp(rows, back, sizeof(rows)) == 0);
+  copy.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  EXPECT_RESULT(CUDA_ERROR_NOT_SUPPORTED, cuMemcpy2D(&copy));
+  CHECK(cuMemFree(pitched));
+  CHECK(cuMemFree(second));
+
   CHECK(cuEventDestroy(done));
   CHECK(cuStreamDestroy(a));
   CHECK(cuStreamDestroy(b));
