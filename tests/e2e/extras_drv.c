@@ -146,6 +146,32 @@ int main(void) {
   CHECK(cuMemFree(pitched));
   CHECK(cuMemFree(second));
 
+  /* Context-independent loading: libraries and kernels */
+  CUlibrary library;
+  CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, NULL, NULL, 0));
+  CUkernel kernel;
+  CHECK(cuLibraryGetKernel(&kernel, library, "write_index"));
+  CUkernel missing_kernel;
+  EXPECT_RESULT(CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&missing_kernel, library, "nope"));
+  unsigned int kernel_count = 0;
+  CHECK(cuLibraryGetKernelCount(&kernel_count, library));
+  EXPECT_TRUE(kernel_count == 4);
+  const char* kernel_name = NULL;
+  CHECK(cuKernelGetName(&kernel_name, kernel));
+  EXPECT_TRUE(strcmp(kernel_name, "write_index") == 0);
+  CHECK(cuMemsetD32(d, 0, 1024));
+  CHECK(cuLaunchKernel((CUfunction)kernel, 4, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+  CHECK(cuMemcpyDtoH(host, d, sizeof(host)));
+  EXPECT_TRUE(host[1023] == 1023);
+  CUfunction from_kernel;
+  CHECK(cuKernelGetFunction(&from_kernel, kernel));
+  CUdeviceptr table;
+  size_t table_size = 0;
+  CHECK(cuLibraryGetGlobal(&table, &table_size, library, "counter_table"));
+  EXPECT_TRUE(table_size == 16);
+  CHECK(cuLibraryUnload(library));
+  EXPECT_RESULT(CUDA_ERROR_INVALID_HANDLE, cuLibraryUnload(library));
+
   CHECK(cuEventDestroy(done));
   CHECK(cuStreamDestroy(a));
   CHECK(cuStreamDestroy(b));

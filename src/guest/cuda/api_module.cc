@@ -160,6 +160,11 @@ bool LiveModule(CUmod_st* module) {
 
 namespace pvgpu::guest {
 
+CUresult ImageBytes(const void* image, std::string_view* bytes) {
+  protocol::ImageKind kind;
+  return ClassifyImage(image, &kind, bytes);
+}
+
 // A CUfunction is valid while its module is loaded.
 bool LiveFunction(CUfunc_st* function) {
   if (function == nullptr) return false;
@@ -319,7 +324,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
   if (CUresult r = pvgpu::guest::ResolveStream(hStream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
     return r;
   }
-  if (!LiveFunction(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!LiveFunction(f) && !pvgpu::guest::ResolveKernel(f, &f)) return CUDA_ERROR_INVALID_HANDLE;
   if (f->module->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;  // the function's context must be current
   const auto& k = *f->kernel;
   const auto* device = DriverState::Get().device(ctx->device);

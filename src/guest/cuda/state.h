@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -148,6 +149,12 @@ bool LiveContext(CUctx_st* ctx);  // takes the driver mutex
 CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle);
 // Notes that work was submitted on `stream` (seq from the client).
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq);
+
+// The bytes of a module image (PTX text with its NUL, a fatbin, or an ELF cubin).
+CUresult ImageBytes(const void* image, std::string_view* bytes);
+
+// A CUkernel passed where a CUfunction is expected: its function in the current context.
+bool ResolveKernel(CUfunction maybe_kernel, CUfunction* function);
 
 // True while `function`'s module is loaded.
 bool LiveFunction(CUfunc_st* function);
