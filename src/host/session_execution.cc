@@ -49,6 +49,9 @@ Code Session::Execute(const ModuleLoadRequest& request, std::span<const uint8_t>
     }
   }
   if (module && policy_.memory_quota != 0 && UsedBytes() > policy_.memory_quota) {
+    // The adapter allocated the globals while loading and a module does not free them: give
+    // them back here, or they would count against the quota until the context ends.
+    for (const auto& g : module->globals()) (void)ctx->impl->Free(g.dptr);
     module.reset();  // its globals would exceed the quota
     code = Code::kOutOfMemory;
     description.error_log = "module globals exceed the session's memory quota";
