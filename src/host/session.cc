@@ -231,9 +231,12 @@ void Session::SendRaw(const MessageHeader& header, std::span<const uint8_t> fixe
   std::span<const uint8_t> parts[] = {
       {reinterpret_cast<const uint8_t*>(&header), sizeof(header)}, fixed, payload};
   Status sent = endpoint_->Send(parts);
-  if (!sent.ok()) {
+  if (sent.code() == Code::kDeviceUnavailable) {
     PVGPU_DEBUG("session " << id_ << ": reply not delivered: " << sent.ToString());
     stop_.store(true);
+  } else if (!sent.ok()) {
+    // The guest corrupted its reply ring: a protocol violation like any other, with its reason.
+    Fatal("channel error: " + sent.message());
   }
 }
 
