@@ -1,5 +1,6 @@
 #include "host/session.h"
 
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
@@ -12,7 +13,98 @@ using protocol::MessageHeader;
 namespace {
 // How often a waiting session re-checks its stop flag.
 constexpr int kReceivePollMs = 250;
+// A launch shorter than this is never watched (no cost for ordinary kernels); the watcher
+// re-checks the launch's end this often, and reads ahead at most this much.
+constexpr auto kWatchAfter = std::chrono::milliseconds(100);
+constexpr int kWatchPollMs = 20;
+constexpr size_t kMaxReadAheadBytes = 64u << 20;
+
+// Whether `message` ends the running kernel's purpose: Goodbye, or CtxDestroy of `ctx`. It is
+// only peeked at here; the session loop validates it in order later.
+bool EndsLaunch(const std::vector<uint8_t>& message, uint64_t ctx) {
+  MessageHeader header;
+  if (message.size() < sizeof(header)) return false;
+  std::memcpy(&header, message.data(), sizeof(header));
+  if (header.op == static_cast<uint32_t>(protocol::Op::kGoodbye)) return true;
+  protocol::CtxDestroyRequest destroy;
+  if (header.op != static_cast<uint32_t>(protocol::Op::kCtxDestroy) ||
+      message.size() != sizeof(header) + sizeof(destroy)) {
+    return false;
+  }
+  std::memcpy(&destroy, message.data() + sizeof(header), sizeof(destroy));
+  return destroy.ctx == ctx;
+}
 }  // namespace
+
+Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle,
+                              const std::function<Status()>& launch) {
+  {
+    std::lock_guard<std::mutex> lock(watch_.mutex);
+    if (!watch_.thread.joinable()) watch_.thread = std::thread([this] { WatchLoop(); });
+    watch_.active = true;
+    ++watch_.launches;
+    watch_.ctx = ctx.impl.get();
+    watch_.ctx_handle = ctx_handle;
+  }
+  watch_.changed.notify_all();
+  Status status = launch();
+  std::unique_lock<std::mutex> lock(watch_.mutex);
+  watch_.active = false;
+  watch_.changed.notify_all();
+  // The watcher must be out of Receive before the loop reads the channel again (order).
+  watch_.changed.wait(lock, [&] { return !watch_.busy; });
+  return status;
+}
+
+void Session::WatchLoop() {
+  std::unique_lock<std::mutex> lock(watch_.mutex);
+  while (!watch_.exit) {
+    watch_.changed.wait(lock, [&] { return watch_.active || watch_.exit; });
+    if (watch_.exit) break;
+    const uint64_t launch = watch_.launches;
+    if (watch_.changed.wait_for(lock, kWatchAfter, [&] {
+          return !watch_.active || watch_.launches != launch || watch_.exit;
+        })) {
+      continue;
+    }
+    watch_.busy = true;
+    adapters::Context* ctx = watch_.ctx;
+    const uint64_t ctx_handle = watch_.ctx_handle;
+    size_t bytes = 0;
+    while (watch_.active && !watch_.exit) {
+      lock.unlock();
+      std::vector<uint8_t> message;
+      Status received = bytes < kMaxReadAheadBytes ? endpoint_->Receive(&message, kWatchPollMs)
+                                                   : Error(Code::kNotReady, "read-ahead full");
+      lock.lock();
+      if (received.code() == Code::kNotReady) {
+        if (bytes >= kMaxReadAheadBytes) {
+          watch_.changed.wait_for(lock, std::chrono::milliseconds(kWatchPollMs));
+        }
+        continue;
+      }
+      if (!received.ok()) {
+        PVGPU_INFO("session " << id_ << ": channel ended during a kernel, cancelling it");
+        read_ahead_end_ = received;
+        ctx->Cancel();
+        break;
+      }
+      bytes += message.size();
+      const bool ends = EndsLaunch(message, ctx_handle);
+      read_ahead_.push_back(std::move(message));
+      if (ends) {
+        PVGPU_INFO("session " << id_ << ": context destroyed or goodbye during a kernel, "
+                              "cancelling it");
+        ctx->Cancel();
+        break;
+      }
+    }
+    watch_.busy = false;
+    watch_.changed.notify_all();
+    // Wait for this launch to end before watching the next.
+    watch_.changed.wait(lock, [&] { return !watch_.active || watch_.exit; });
+  }
+}
 
 Session::Session(uint32_t id, std::unique_ptr<transport::Endpoint> endpoint,
                  SessionPolicy policy)
@@ -31,7 +123,15 @@ void Session::Run() {
   uint64_t last_seq = 0;
   std::string end_reason = "guest disconnected";
   while (!stop_.load() && !fatal_ && !said_goodbye_) {
-    Status received = endpoint_->Receive(&message, kReceivePollMs);
+    Status received;
+    if (!read_ahead_.empty()) {
+      message = std::move(read_ahead_.front());
+      read_ahead_.pop_front();
+    } else if (!read_ahead_end_.ok()) {
+      received = read_ahead_end_;
+    } else {
+      received = endpoint_->Receive(&message, kReceivePollMs);
+    }
     if (received.code() == Code::kNotReady) continue;
     if (!received.ok()) {
       if (received.code() != Code::kDeviceUnavailable) {
@@ -96,6 +196,12 @@ void Session::Run() {
     contexts_.clear();
     regions_.clear();
   }
+  {
+    std::lock_guard<std::mutex> lock(watch_.mutex);
+    watch_.exit = true;
+  }
+  watch_.changed.notify_all();
+  if (watch_.thread.joinable()) watch_.thread.join();
   endpoint_->Close();
   if (!fatal_) PVGPU_INFO("session " << id_ << ": ended (" << end_reason << ")");
   finished_.store(true);

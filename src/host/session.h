@@ -7,6 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,6 +17,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -130,6 +134,29 @@ class Session {
   Code Execute(const protocol::EventDestroyRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::EventRecordRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::EventElapsedTimeRequest&, std::span<const uint8_t>);
+
+  // Runs `launch` (a synchronous adapter's kernel, which may never end) while watching the
+  // channel: once it has run for a while, a watcher thread reads the guest's next messages
+  // ahead, and cancels the kernel when the guest hangs up, says Goodbye or destroys the
+  // kernel's context. The session loop executes what was read ahead, in order, afterwards.
+  Status WatchedLaunch(ContextState& ctx, uint64_t ctx_handle,
+                       const std::function<Status()>& launch);
+  void WatchLoop();
+  struct Watch {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool active = false;  // a launch is running
+    bool busy = false;    // the watcher is reading ahead
+    bool exit = false;
+    uint64_t launches = 0;
+    adapters::Context* ctx = nullptr;
+    uint64_t ctx_handle = 0;
+    std::thread thread;
+  };
+  Watch watch_;
+  // Filled by the watcher only while watch_.busy, drained by the session loop otherwise.
+  std::deque<std::vector<uint8_t>> read_ahead_;
+  Status read_ahead_end_;  // the channel's end seen while reading ahead (kOk: none)
 
   // Ends the session: the guest broke the protocol. Returns a code for convenience.
   Code Fatal(const std::string& reason);

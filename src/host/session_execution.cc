@@ -110,8 +110,13 @@ Code Session::Execute(const LaunchKernelRequest& request, std::span<const uint8_
   config.block = {request.block[0], request.block[1], request.block[2]};
   config.shared_bytes = request.shared_bytes;
   std::string printed;
-  Status status = ctx->impl->Launch(module, request.kernel, config, params,
-                                    [&printed](std::string_view text) { printed += text; });
+  auto launch = [&] {
+    return ctx->impl->Launch(module, request.kernel, config, params,
+                             [&printed](std::string_view text) { printed += text; });
+  };
+  // A synchronous adapter runs the kernel right here; one that never ends must not outlive
+  // its guest's interest in it. Asynchronous adapters return at once and need no watch.
+  Status status = ctx->impl->asynchronous() ? launch() : WatchedLaunch(*ctx, request.ctx, launch);
   if (!printed.empty()) SendPrint(request.ctx, printed);
   if (!status.ok()) RecordFault(*ctx, status.WithContext("kernel " + kernel.name), "launch");
   return status.code();
