@@ -15,7 +15,7 @@
 namespace pvgpu::hostile {
 namespace {
 
-constexpr int kKills = 12;
+constexpr int kKills = 40;
 
 TEST(GuestCrashTest, KilledGuestsGiveBackEverything) {
   Daemon daemon;

@@ -53,7 +53,7 @@ std::vector<Outcome> RunWave(const Daemon& daemon, int guests, int iterations, i
 
 TEST(LoadTest, ThirtyTwoGuestsNoErrorsNoLeaksFairProgress) {
   const int guests = EnvInt("PVGPU_LOAD_GUESTS", 32);
-  const int iterations = EnvInt("PVGPU_LOAD_ITERATIONS", 200);
+  const int iterations = EnvInt("PVGPU_LOAD_ITERATIONS", 2000);
   Daemon daemon;
 
   // Warm-up: one wave of a few guests, so that the baseline includes what the daemon keeps
@@ -71,11 +71,12 @@ TEST(LoadTest, ThirtyTwoGuestsNoErrorsNoLeaksFairProgress) {
   const uint64_t memory_after = daemon.AdapterMemoryUsed();
   EXPECT_EQ(memory_after, memory_baseline) << "device memory leaked";
   const uint64_t rss_after = daemon.RssKib();
-  // Slack for RSS: glibc keeps freed memory in up to 8 x cores malloc arenas, one per session
-  // thread that ran at once (32 here), each holding on to up to its top chunk and trim
-  // threshold; the rings are unmapped when a session ends, so they are not in the slack. A real
-  // leak grows with work (thousands of operations per guest) and passes this bound.
-  const uint64_t rss_slack_kib = 96u << 10;
+  // Slack for RSS: glibc keeps freed memory in its malloc arenas (up to 8 per core, used by
+  // the 32 session threads that ran at once), each holding its top chunk up to the trim
+  // threshold; measured here the growth is about 6 MiB. The rings are unmapped when a session
+  // ends and are not in it. A real leak grows with the work (24,000 operations per guest,
+  // many with 64 KiB payloads) and passes this bound.
+  const uint64_t rss_slack_kib = 32u << 10;
   EXPECT_LT(rss_after, rss_baseline + rss_slack_kib)
       << "daemon RSS grew from " << rss_baseline << " KiB to " << rss_after << " KiB";
 
