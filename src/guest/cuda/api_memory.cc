@@ -23,6 +23,21 @@ CUresult OwnerOf(CUdeviceptr dptr, size_t size, CUctx_st** owner) {
   return pvgpu::guest::LiveContext(*owner) ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
+// Resolves a copy between host memory and device memory: the stream's context, the context
+// that owns [dptr, dptr + bytes) and the stream to use there (another context's memory goes on
+// that context's default stream). Succeeds with nothing resolved when bytes is 0.
+CUresult ResolveCopy(CUstream stream, CUdeviceptr dptr, size_t bytes, const void* host,
+                     CUctx_st** ctx, CUctx_st** owner, uint64_t* wire_stream) {
+  if (CUresult r = pvgpu::guest::ResolveStream(stream, ctx, wire_stream); r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (host == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = OwnerOf(dptr, bytes, owner); r != CUDA_SUCCESS) return r;
+  if (*owner != *ctx) *wire_stream = 0;
+  return CUDA_SUCCESS;
+}
+
 // Copies between device memory and a pinned region shared with the host: no staging. A
 // synchronous copy waits for the host's result; an asynchronous one only submits.
 template <typename Request>
@@ -54,15 +69,12 @@ bool PinnedOnHost(const void* p, size_t bytes, CUctx_st* owner, uint64_t* handle
 CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream,
                   bool async = false) {
   CUctx_st* ctx = nullptr;
+  CUctx_st* owner = nullptr;
   uint64_t wire_stream = 0;
-  if (CUresult r = pvgpu::guest::ResolveStream(stream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
+  if (CUresult r = ResolveCopy(stream, dst, bytes, src, &ctx, &owner, &wire_stream);
+      r != CUDA_SUCCESS || bytes == 0) {
     return r;
   }
-  if (bytes == 0) return CUDA_SUCCESS;
-  if (src == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUctx_st* owner = nullptr;
-  if (CUresult r = OwnerOf(dst, bytes, &owner); r != CUDA_SUCCESS) return r;
-  if (owner != ctx) wire_stream = 0;  // another context's memory: its own default stream
   uint64_t region = 0;
   size_t offset = 0;
   if (PinnedOnHost(src, bytes, owner, &region, &offset)) {
@@ -95,15 +107,12 @@ CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream strea
 CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream,
                   bool async = false) {
   CUctx_st* ctx = nullptr;
+  CUctx_st* owner = nullptr;
   uint64_t wire_stream = 0;
-  if (CUresult r = pvgpu::guest::ResolveStream(stream, &ctx, &wire_stream); r != CUDA_SUCCESS) {
+  if (CUresult r = ResolveCopy(stream, src, bytes, dst, &ctx, &owner, &wire_stream);
+      r != CUDA_SUCCESS || bytes == 0) {
     return r;
   }
-  if (bytes == 0) return CUDA_SUCCESS;
-  if (dst == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUctx_st* owner = nullptr;
-  if (CUresult r = OwnerOf(src, bytes, &owner); r != CUDA_SUCCESS) return r;
-  if (owner != ctx) wire_stream = 0;
   uint64_t region = 0;
   size_t offset = 0;
   if (PinnedOnHost(dst, bytes, owner, &region, &offset)) {
