@@ -57,6 +57,9 @@ bool RingReader::HasData() const {
 }
 
 void RingReader::CopyOut(uint64_t at, uint8_t* bytes, size_t size) const {
+  // An empty message leaves `bytes` null, and memcpy from or to null is undefined even for
+  // zero bytes (UBSan stops the daemon on it).
+  if (size == 0) return;
   const size_t pos = at & (capacity_ - 1);
   const size_t first = std::min(size, capacity_ - pos);
   std::memcpy(bytes, data_ + pos, first);
