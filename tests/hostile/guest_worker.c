@@ -115,6 +115,10 @@ static int Serve(void) {
     }
     fflush(stdout);
   }
+  free(keep);
+  free(back);
+  free(x);
+  free(y);
   return 0;
 }
 
@@ -128,6 +132,8 @@ static int Churn(void) {
     if (r != CUDA_SUCCESS) {
       printf("error %d %.0f\n", (int)r, NowMs() - start);
       fflush(stdout);
+      free(x);
+      free(y);
       return 3;
     }
     if (round == 0) {

@@ -115,6 +115,8 @@ int main(int argc, char** argv) {
     if (live[i] != 0) CHECK(cuMemFree(live[i]));
   }
   CHECK(cuCtxDestroy(ctx));
+  free(x);
+  free(y);
   printf("done %.0f %llu\n", NowMs() - start, g_operations);
   return 0;
 }
