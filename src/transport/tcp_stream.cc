@@ -58,19 +58,23 @@ bool PollFor(int fd, IoResult::Kind kind, const Deadline& deadline) {
   }
 }
 
-Status WriteAll(ByteStream& stream, std::span<const uint8_t> bytes, const Deadline& deadline) {
+namespace {
+
+// Moves `size` bytes with `io(offset, count)` (one Read or Write call), waiting for the socket
+// between partial transfers until `deadline`.
+template <typename Io>
+Status TransferAll(ByteStream& stream, size_t size, const Deadline& deadline, Io io,
+                   const char* timeout_message) {
   size_t done = 0;
-  while (done < bytes.size()) {
-    IoResult r = stream.Write(bytes.data() + done, bytes.size() - done);
+  while (done < size) {
+    IoResult r = io(done, size - done);
     switch (r.kind) {
       case IoResult::kDone:
         done += r.bytes;
         break;
       case IoResult::kWantRead:
       case IoResult::kWantWrite:
-        if (!PollFor(stream.fd(), r.kind, deadline)) {
-          return Error(Code::kNotReady, "timed out sending the set-up record");
-        }
+        if (!PollFor(stream.fd(), r.kind, deadline)) return Error(Code::kNotReady, timeout_message);
         break;
       case IoResult::kEof:
         return Error(Code::kDeviceUnavailable, "peer closed the connection");
@@ -81,27 +85,20 @@ Status WriteAll(ByteStream& stream, std::span<const uint8_t> bytes, const Deadli
   return Status::Ok();
 }
 
+}  // namespace
+
+Status WriteAll(ByteStream& stream, std::span<const uint8_t> bytes, const Deadline& deadline) {
+  return TransferAll(
+      stream, bytes.size(), deadline,
+      [&](size_t offset, size_t count) { return stream.Write(bytes.data() + offset, count); },
+      "timed out sending the set-up record");
+}
+
 Status ReadExact(ByteStream& stream, std::span<uint8_t> bytes, const Deadline& deadline) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    IoResult r = stream.Read(bytes.data() + done, bytes.size() - done);
-    switch (r.kind) {
-      case IoResult::kDone:
-        done += r.bytes;
-        break;
-      case IoResult::kWantRead:
-      case IoResult::kWantWrite:
-        if (!PollFor(stream.fd(), r.kind, deadline)) {
-          return Error(Code::kNotReady, "timed out waiting for the set-up record");
-        }
-        break;
-      case IoResult::kEof:
-        return Error(Code::kDeviceUnavailable, "peer closed the connection");
-      case IoResult::kError:
-        return Error(Code::kDeviceUnavailable, r.error);
-    }
-  }
-  return Status::Ok();
+  return TransferAll(
+      stream, bytes.size(), deadline,
+      [&](size_t offset, size_t count) { return stream.Read(bytes.data() + offset, count); },
+      "timed out waiting for the set-up record");
 }
 
 }  // namespace pvgpu::transport::internal
