@@ -29,7 +29,8 @@ enum MessageFlags : uint32_t {
 };
 
 // Image kinds for ModuleLoad.
-enum class ImageKind : uint32_t { kPtx = 1, kFatbin = 2, kCubin = 3 };
+// kLinked: a link image (link_image.h), as cuLinkComplete hands it out.
+enum class ImageKind : uint32_t { kPtx = 1, kFatbin = 2, kCubin = 3, kLinked = 4 };
 
 // Appends fixed-size values and length-prefixed strings to a byte vector.
 class ByteWriter {

@@ -53,6 +53,7 @@ struct VarDecl {
   bool has_dims = false;
   bool is_extern = false;
   bool is_visible = false;
+  bool is_weak = false;  // .weak (also sets is_visible): another definition may replace it
   uint32_t vector = 1;  // .v2/.v4 variables
   // Initializer: flattened scalars (ints or float bits) or symbol references.
   struct Init {
@@ -82,6 +83,7 @@ struct Function {
   bool is_entry = false;
   bool is_extern = false;
   bool is_visible = false;
+  bool is_weak = false;  // .weak (also sets is_visible): another definition may replace it
   std::string name;
   std::vector<VarDecl> params;
   std::vector<VarDecl> rets;

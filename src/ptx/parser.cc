@@ -147,22 +147,29 @@ class Parser {
       } while (depth > 0 && !Peek().kind_is(TokKind::kEnd));
       return Status::Ok();
     }
-    bool is_extern = false, is_visible = false;
+    bool is_extern = false, is_visible = false, is_weak = false;
     while (Peek().kind == TokKind::kDotIdent &&
            (Peek().text == ".visible" || Peek().text == ".extern" || Peek().text == ".weak" ||
             Peek().text == ".common")) {
       if (Peek().text == ".extern") is_extern = true;
       if (Peek().text == ".visible" || Peek().text == ".weak") is_visible = true;
+      // .common variables merge like weak ones when modules are linked.
+      if (Peek().text == ".weak" || Peek().text == ".common") is_weak = true;
       Next();
     }
     const Token& d = Peek();
-    if (d.IsDot(".entry") || d.IsDot(".func")) return ParseFunction(m, is_extern, is_visible);
+    if (d.IsDot(".entry") || d.IsDot(".func")) {
+      PVGPU_TRY(ParseFunction(m, is_extern, is_visible));
+      m.functions.back().is_weak = is_weak;
+      return Status::Ok();
+    }
     ast::Space sp = SpaceOf(d.text);
     if (sp == ast::Space::kGlobal || sp == ast::Space::kConst || sp == ast::Space::kShared) {
       ast::VarDecl v;
       PVGPU_TRY(ParseDecl(v, /*allow_init=*/true));
       v.is_extern = is_extern;
       v.is_visible = is_visible;
+      v.is_weak = is_weak;
       PVGPU_TRY(Expect(';'));
       m.globals.push_back(std::move(v));
       return Status::Ok();

@@ -164,13 +164,20 @@ Status BuildKernel(const ast::Module& m, int fi, ProgramImpl& p) {
 StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text,
                                                      std::string* error_log,
                                                      std::string* info_log) {
+  auto parsed = ParseModule(ptx_text);
+  if (!parsed.ok()) {
+    if (error_log) *error_log += parsed.status().message() + "\n";
+    return parsed.status();
+  }
+  return BuildProgram(*parsed, error_log, info_log);
+}
+
+StatusOr<std::shared_ptr<const Program>> BuildProgram(const ast::Module& m, std::string* error_log,
+                                                      std::string* info_log) {
   auto fail = [&](const Status& s) -> Status {
     if (error_log) *error_log += s.message() + "\n";
-    return s.code() == Code::kInvalidPtx ? s : s;
+    return s;
   };
-  auto parsed = ParseModule(ptx_text);
-  if (!parsed.ok()) return fail(parsed.status());
-  const ast::Module& m = *parsed;
   if (m.address_size != 64)
     return fail(Error(Code::kInvalidPtx, "only .address_size 64 is supported"));
   auto prog = std::make_shared<ProgramImpl>();

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ptx/ast.h"
 #include "ptx/ir.h"
 #include "ptx/ptx.h"
 
@@ -31,5 +32,10 @@ class ProgramImpl final : public Program {
   };
   std::unordered_map<std::string, SharedVar> shared_vars_;
 };
+
+// Builds a program from a parsed (or linked) module; the second half of LoadProgram.
+StatusOr<std::shared_ptr<const Program>> BuildProgram(const ast::Module& module,
+                                                      std::string* error_log,
+                                                      std::string* info_log);
 
 }  // namespace pvgpu::ptx

@@ -89,6 +89,21 @@ StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text,
                                                      std::string* error_log = nullptr,
                                                      std::string* info_log = nullptr);
 
+// One PTX module of a link, named for messages (a file name, or "input N").
+struct LinkSource {
+  std::string name;
+  std::string_view text;
+};
+
+// Links several PTX modules into one program, as the CUDA linker links relocatable device code:
+// an `.extern` function or variable resolves to the module that defines it, a `.weak` (or
+// `.common`) definition yields to a strong one, two strong definitions of one visible name are
+// an error naming both modules, and each module's own (non-.visible) symbols stay private to it
+// even when another module uses the same name. Errors name the module they come from.
+StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkSource> sources,
+                                                           std::string* error_log = nullptr,
+                                                           std::string* info_log = nullptr);
+
 // Device memory as the adapter sees it. Implementations must be thread-safe for Translate.
 class AddressSpace {
  public:

@@ -86,9 +86,11 @@ struct Loaded {
   std::string error_log;
 };
 
-inline Loaded LoadInto(const std::string& ptx, TestMemory& mem, Status* status = nullptr) {
+// Places a loaded (or failed) program's globals in `mem`.
+inline Loaded PlaceInto(StatusOr<std::shared_ptr<const Program>> p, std::string error_log,
+                        TestMemory& mem, Status* status = nullptr) {
   Loaded l;
-  auto p = LoadProgram(ptx, &l.error_log);
+  l.error_log = std::move(error_log);
   if (status) *status = p.ok() ? Status::Ok() : p.status();
   if (!p.ok()) return l;
   l.program = *p;
@@ -104,6 +106,12 @@ inline Loaded LoadInto(const std::string& ptx, TestMemory& mem, Status* status =
     }
   }
   return l;
+}
+
+inline Loaded LoadInto(const std::string& ptx, TestMemory& mem, Status* status = nullptr) {
+  std::string log;
+  auto p = LoadProgram(ptx, &log);
+  return PlaceInto(std::move(p), std::move(log), mem, status);
 }
 
 inline Executor& SharedExecutor() {
