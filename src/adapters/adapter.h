@@ -75,7 +75,9 @@ class Module {
   virtual const std::vector<GlobalInfo>& globals() const = 0;
 };
 
-enum class ImageKind { kPtx, kFatbin, kCubin };
+// kLinked: a link image (protocol/link_image.h): the inputs of a cuLinkComplete, linked by the
+// adapter when loaded.
+enum class ImageKind { kPtx, kFatbin, kCubin, kLinked };
 
 // One guest context on this adapter: its own address space and modules.
 class Context {

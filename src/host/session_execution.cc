@@ -14,6 +14,7 @@ adapters::ImageKind ToAdapterKind(uint32_t kind) {
   switch (static_cast<ImageKind>(kind)) {
     case ImageKind::kFatbin: return adapters::ImageKind::kFatbin;
     case ImageKind::kCubin: return adapters::ImageKind::kCubin;
+    case ImageKind::kLinked: return adapters::ImageKind::kLinked;
     case ImageKind::kPtx: break;
   }
   return adapters::ImageKind::kPtx;
@@ -33,7 +34,7 @@ Code Session::Execute(const ModuleLoadRequest& request, std::span<const uint8_t>
   if (request.module == 0 || ctx->modules.count(request.module) != 0) {
     return Fatal("ModuleLoad: module handle reused or zero");
   }
-  if (request.image_kind < 1 || request.image_kind > 3) return Fatal("ModuleLoad: bad image kind");
+  if (request.image_kind < 1 || request.image_kind > 4) return Fatal("ModuleLoad: bad image kind");
   ModuleDescription description;
   Code code = ctx->sticky;
   std::unique_ptr<adapters::Module> module;

@@ -92,6 +92,36 @@ class Linker {
 
   const ast::Module& merged() const { return merged_; }
 
+  // An external function or variable that some module uses and none defines.
+  Status CheckResolved() const {
+    std::set<std::string> used;
+    auto note = [&](auto& self, const ast::Operand& op) -> void {
+      if (op.kind == ast::Operand::Kind::kSymbol || op.kind == ast::Operand::Kind::kAddress) {
+        used.insert(op.name);
+      }
+      for (const auto& e : op.elems) self(self, e);
+    };
+    for (const auto& f : merged_.functions) {
+      for (const auto& st : f.body) {
+        for (const auto& op : st.inst.ops) note(note, op);
+      }
+    }
+    for (const auto& g : merged_.globals) {
+      for (const auto& init : g.init) {
+        if (init.is_symbol) used.insert(init.symbol);
+      }
+    }
+    for (const auto& [name, sym] : symbols_) {
+      if (sym.defined || used.count(name) == 0) continue;
+      if (sym.is_function && IsBuiltinExternal(name)) continue;
+      if (!sym.is_function && merged_.globals[sym.index].space == ast::Space::kShared) continue;
+      return Fail(sym.source, std::string("undefined reference to ") +
+                                  (sym.is_function ? "function" : "variable") + " '" + name +
+                                  "': no input defines it");
+    }
+    return Status::Ok();
+  }
+
  private:
   Status Fail(size_t k, const std::string& what) const {
     return Error(Code::kInvalidPtx, "input " + sources_[k].name + ": " + what);
@@ -184,7 +214,6 @@ StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkS
     return s;
   };
   if (sources.empty()) return fail(Error(Code::kInvalidValue, "nothing to link"));
-  if (sources.size() == 1) return LoadProgram(sources[0].text, error_log, info_log);
   std::vector<ast::Module> modules;
   modules.reserve(sources.size());
   Linker linker(sources);
@@ -200,6 +229,7 @@ StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkS
   for (size_t k = 0; k < modules.size(); ++k) {
     if (Status s = linker.Add(k, std::move(modules[k])); !s.ok()) return fail(s);
   }
+  if (Status s = linker.CheckResolved(); !s.ok()) return fail(s);
   if (info_log) *info_log += "pvgpu ptx: linked " + std::to_string(sources.size()) + " modules\n";
   return BuildProgram(linker.merged(), error_log, info_log);
 }

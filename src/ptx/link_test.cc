@@ -131,7 +131,9 @@ TEST(LinkTest, UnresolvedExternalFailsAtLoad) {
   auto l = Link(mem, {{"main.ptx", kMain}, {"other.ptx", std::string(kHeader) +
                                                             ".visible .global .u32 factor;\n"}});
   EXPECT_FALSE(l.status.ok());
-  EXPECT_NE(l.loaded.error_log.find("scale"), std::string::npos) << l.loaded.error_log;
+  EXPECT_NE(l.loaded.error_log.find("undefined reference to function 'scale'"), std::string::npos)
+      << l.loaded.error_log;
+  EXPECT_NE(l.loaded.error_log.find("main.ptx"), std::string::npos) << l.loaded.error_log;
 }
 
 TEST(LinkTest, DuplicateStrongDefinitionNamesBothInputs) {

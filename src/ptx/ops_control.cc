@@ -10,6 +10,8 @@
 
 namespace pvgpu::ptx {
 
+bool IsBuiltinExternal(std::string_view name) { return name == "vprintf" || name == "__assertfail"; }
+
 bool ExecBuiltinPrintf(const Inst& in, Warp& w, uint32_t m);
 bool ExecBuiltinAssert(const Inst& in, Warp& w, uint32_t m);
 

@@ -33,6 +33,9 @@ class ProgramImpl final : public Program {
   std::unordered_map<std::string, SharedVar> shared_vars_;
 };
 
+// Whether the engine itself provides the external function `name` (device printf, assert).
+bool IsBuiltinExternal(std::string_view name);
+
 // Builds a program from a parsed (or linked) module; the second half of LoadProgram.
 StatusOr<std::shared_ptr<const Program>> BuildProgram(const ast::Module& module,
                                                       std::string* error_log,

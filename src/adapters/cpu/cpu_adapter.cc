@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "fatbin/fatbin.h"
+#include "protocol/link_image.h"
 
 namespace pvgpu::adapters::cpu {
 namespace {
@@ -45,6 +46,73 @@ class CpuModule final : public Module {
   std::vector<GlobalInfo> globals_;
   std::vector<uint64_t> addresses_;
 };
+
+// The PTX of one image (or link input): the text itself, or a fatbin's PTX. The cpu adapter
+// has no GPU architecture: any PTX in a fatbin runs, the newest preferred. A cubin (or a fatbin
+// of SASS only) is machine code for one NVIDIA GPU.
+StatusOr<std::string> PtxOf(ImageKind kind, std::span<const uint8_t> image) {
+  if (kind == ImageKind::kFatbin) return fatbin::ExtractPtx(image, std::numeric_limits<int>::max());
+  if (kind != ImageKind::kPtx) {
+    return Error(Code::kNoBinaryForGpu,
+                 "the cpu adapter runs PTX only; a cubin holds machine code for one NVIDIA GPU "
+                 "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)");
+  }
+  std::string_view text(reinterpret_cast<const char*>(image.data()), image.size());
+  if (auto nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);
+  return std::string(text);
+}
+
+// A link image's inputs as PTX modules, linked by the engine.
+StatusOr<std::shared_ptr<const ptx::Program>> LoadLinked(std::span<const uint8_t> image,
+                                                         std::string* error_log,
+                                                         std::string* info_log) {
+  PVGPU_ASSIGN_OR_RETURN(auto inputs, protocol::DecodeLinkImage(image));
+  std::vector<std::string> texts;
+  std::vector<ptx::LinkSource> sources;
+  texts.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const protocol::LinkInput& input = inputs[i];
+    std::string name = "#" + std::to_string(i + 1);
+    if (!input.name.empty()) name += " (" + std::string(input.name) + ")";
+    const std::span<const uint8_t> data(reinterpret_cast<const uint8_t*>(input.data.data()),
+                                        input.data.size());
+    StatusOr<std::string> text = Error(Code::kNotSupported, "");
+    switch (input.type) {
+      case protocol::LinkInputType::kPtx: text = PtxOf(ImageKind::kPtx, data); break;
+      case protocol::LinkInputType::kFatbin: text = PtxOf(ImageKind::kFatbin, data); break;
+      case protocol::LinkInputType::kCubin: text = PtxOf(ImageKind::kCubin, data); break;
+      case protocol::LinkInputType::kNvvm:
+        text = Error(Code::kNotSupported,
+                     "LTO-IR needs NVIDIA's link-time optimizer; the cpu adapter links PTX "
+                     "(compile without -dlto / LTO)");
+        break;
+      case protocol::LinkInputType::kObject:
+      case protocol::LinkInputType::kLibrary:
+        text = Error(Code::kNotSupported,
+                     std::string("the cpu adapter links PTX and fatbinaries; add the device "
+                                 "code of this ") +
+                         protocol::LinkInputTypeName(input.type) + " as PTX or a fatbinary");
+        break;
+    }
+    if (!text.ok()) {
+      return Error(text.status().code(), "input " + name + ", " +
+                                             protocol::LinkInputTypeName(input.type) + ": " +
+                                             text.status().message());
+    }
+    texts.push_back(std::move(text).value());
+    sources.push_back({std::move(name), texts.back()});
+  }
+  return ptx::LoadLinkedProgram(sources, error_log, info_log);
+}
+
+StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(ImageKind kind,
+                                                             std::span<const uint8_t> image,
+                                                             std::string* error_log,
+                                                             std::string* info_log) {
+  if (kind == ImageKind::kLinked) return LoadLinked(image, error_log, info_log);
+  PVGPU_ASSIGN_OR_RETURN(std::string text, PtxOf(kind, image));
+  return ptx::LoadProgram(text, error_log, info_log);
+}
 
 class CpuContext final : public Context {
  public:
@@ -123,27 +191,12 @@ class CpuContext final : public Context {
   StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
                                                std::string* error_log,
                                                std::string* info_log) override {
-    // The cpu adapter has no GPU architecture: any PTX in a fatbin will run, the newest
-    // preferred. A cubin (or a fatbin of SASS only) is machine code for one NVIDIA GPU.
-    std::string fatbin_ptx;
-    if (kind == ImageKind::kFatbin) {
-      auto ptx = fatbin::ExtractPtx(image, std::numeric_limits<int>::max());
-      if (!ptx.ok()) {
-        if (error_log != nullptr) *error_log = ptx.status().message();
-        return ptx.status();
-      }
-      fatbin_ptx = std::move(*ptx);
-      image = {reinterpret_cast<const uint8_t*>(fatbin_ptx.data()), fatbin_ptx.size()};
-    } else if (kind != ImageKind::kPtx) {
-      const char* message =
-          "the cpu adapter runs PTX only; a cubin holds machine code for one NVIDIA GPU "
-          "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)";
-      if (error_log != nullptr) *error_log = message;
-      return Error(Code::kNoBinaryForGpu, message);
+    auto loaded = LoadPtxProgram(kind, image, error_log, info_log);
+    if (!loaded.ok()) {
+      if (error_log != nullptr && error_log->empty()) *error_log = loaded.status().message();
+      return loaded.status();
     }
-    std::string_view text(reinterpret_cast<const char*>(image.data()), image.size());
-    if (auto nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);
-    PVGPU_ASSIGN_OR_RETURN(auto program, ptx::LoadProgram(text, error_log, info_log));
+    std::shared_ptr<const ptx::Program> program = std::move(loaded).value();
     std::vector<GlobalInfo> globals;
     std::vector<uint64_t> addresses;
     for (const auto& g : program->globals()) {

@@ -7,6 +7,7 @@
 #include "adapters/cuda/cuda_context.h"
 #include "common/log.h"
 #include "fatbin/fatbin.h"
+#include "protocol/link_image.h"
 #include "ptx/ptx.h"
 
 namespace pvgpu::adapters::cuda {
@@ -111,6 +112,46 @@ void CopyLog(const std::vector<char>& buffer, std::string* log) {
   if (log != nullptr) log->assign(buffer.data(), strnlen(buffer.data(), buffer.size()));
 }
 
+// Links `inputs` with the host driver's cuLink* calls; returns the cubin.
+StatusOr<std::vector<uint8_t>> LinkWithDriver(const Driver& driver,
+                                              const std::vector<protocol::LinkInput>& inputs,
+                                              std::string* error_log, std::string* info_log) {
+  const DriverApi& api = driver.api();
+  if (api.cuLinkCreate == nullptr || api.cuLinkAddData == nullptr ||
+      api.cuLinkComplete == nullptr || api.cuLinkDestroy == nullptr) {
+    return Error(Code::kNotSupported, "the host's CUDA driver has no linker (cuLinkCreate)");
+  }
+  std::vector<char> errors(kLogBytes, '\0'), infos(kLogBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}), infos.data(),
+                    reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
+  CUlinkState state = nullptr;
+  PVGPU_TRY(driver.Check(api.cuLinkCreate(4, options, values, &state), "cuLinkCreate"));
+  Status status = Status::Ok();
+  for (const auto& input : inputs) {
+    // The driver takes non-const pointers and NUL-terminated names; it copies the data.
+    std::string data(input.data), name(input.name);
+    status = driver.Check(api.cuLinkAddData(state, static_cast<CUjitInputType>(input.type),
+                                            data.data(), data.size(), name.c_str(), 0, nullptr,
+                                            nullptr),
+                          "cuLinkAddData");
+    if (!status.ok()) break;
+  }
+  std::vector<uint8_t> cubin;
+  if (status.ok()) {
+    void* out = nullptr;
+    size_t size = 0;
+    status = driver.Check(api.cuLinkComplete(state, &out, &size), "cuLinkComplete");
+    if (status.ok()) cubin.assign(static_cast<uint8_t*>(out), static_cast<uint8_t*>(out) + size);
+  }
+  CopyLog(errors, error_log);
+  CopyLog(infos, info_log);
+  api.cuLinkDestroy(state);  // owns the cubin, copied above
+  if (!status.ok()) return status;
+  return cubin;
+}
+
 }  // namespace
 
 CUfunction ModuleFunction(const Module& module, uint32_t index) {
@@ -126,6 +167,15 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
   // private copy serves both, whatever the guest's payload alignment was.
   std::vector<uint64_t> copy(image.size() / 8 + 1, 0);
   std::memcpy(copy.data(), image.data(), image.size());
+  std::vector<protocol::LinkInput> link_inputs;
+  if (kind == ImageKind::kLinked) {
+    // Linked by the host driver's own linker, for this GPU; the result loads as a cubin.
+    PVGPU_ASSIGN_OR_RETURN(link_inputs, protocol::DecodeLinkImage(image));
+    PVGPU_ASSIGN_OR_RETURN(std::vector<uint8_t> cubin, LinkWithDriver(driver, link_inputs, error_log,
+                                                                       info_log));
+    copy.assign(cubin.size() / 8 + 1, 0);
+    std::memcpy(copy.data(), cubin.data(), cubin.size());
+  }
 
   std::vector<char> errors(kLogBytes, '\0'), infos(kLogBytes, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -140,17 +190,36 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
   auto module = std::make_unique<CudaModule>(&context, handle);
 
   // PTX of the image, when it has any: the PTX itself, or a fatbin's PTX for this GPU.
-  std::string ptx_text;
+  // For a link image: the PTX of every input, when each has some.
+  std::vector<std::string> texts;
   if (kind == ImageKind::kPtx) {
-    ptx_text.assign(reinterpret_cast<const char*>(copy.data()));
+    texts.emplace_back(reinterpret_cast<const char*>(copy.data()));
   } else if (kind == ImageKind::kFatbin) {
     if (auto extracted = fatbin::ExtractPtx(image, compute_capability); extracted.ok()) {
-      ptx_text = std::move(*extracted);
+      texts.push_back(std::move(*extracted));
+    }
+  } else if (kind == ImageKind::kLinked) {
+    for (const auto& input : link_inputs) {
+      StatusOr<std::string> text = Error(Code::kNotFound, "no PTX");
+      if (input.type == protocol::LinkInputType::kPtx) {
+        text = std::string(input.data.substr(0, input.data.find('\0')));
+      } else if (input.type == protocol::LinkInputType::kFatbin) {
+        text = fatbin::ExtractPtx(
+            {reinterpret_cast<const uint8_t*>(input.data.data()), input.data.size()},
+            compute_capability);
+      }
+      if (!text.ok()) {
+        texts.clear();  // an input without PTX: describe with the driver alone
+        break;
+      }
+      texts.push_back(std::move(text).value());
     }
   }
+  std::vector<ptx::LinkSource> sources;
+  for (size_t i = 0; i < texts.size(); ++i) sources.push_back({"#" + std::to_string(i), texts[i]});
   std::shared_ptr<const ptx::Program> program;
-  if (!ptx_text.empty()) {
-    auto parsed = ptx::LoadProgram(ptx_text);
+  if (!sources.empty()) {
+    auto parsed = ptx::LoadLinkedProgram(sources);
     if (parsed.ok()) {
       program = std::move(parsed).value();
     } else {

@@ -75,7 +75,11 @@ namespace pvgpu::adapters::cuda {
   X(cuMemHostRegister, PFN_cuMemHostRegister_v6050, 6050, "cuMemHostRegister_v2")    \
   X(cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, 4000, "cuMemHostUnregister") \
   X(cuMemHostGetDevicePointer, PFN_cuMemHostGetDevicePointer_v3020, 3020,            \
-    "cuMemHostGetDevicePointer_v2")
+    "cuMemHostGetDevicePointer_v2")                                                  \
+  X(cuLinkCreate, PFN_cuLinkCreate_v6050, 6050, "cuLinkCreate_v2")                   \
+  X(cuLinkAddData, PFN_cuLinkAddData_v6050, 6050, "cuLinkAddData_v2")                \
+  X(cuLinkComplete, PFN_cuLinkComplete_v5050, 5050, "cuLinkComplete")                \
+  X(cuLinkDestroy, PFN_cuLinkDestroy_v5050, 5050, "cuLinkDestroy")
 
 struct DriverApi {
 #define PVGPU_CUDA_MEMBER(name, type, version, symbol) type name = nullptr;

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "guest/cuda/state.h"
+#include "protocol/link_image.h"
 
 using pvgpu::Code;
 using pvgpu::guest::Client;
@@ -62,6 +63,12 @@ CUresult ClassifyImage(const void* image, protocol::ImageKind* kind, std::string
     std::memcpy(&shnum, text + 0x3c, 2);
     *kind = protocol::ImageKind::kCubin;
     *bytes = {text, shoff + uint64_t{shentsize} * shnum};
+    return CUDA_SUCCESS;
+  }
+  // strncmp stops at a PTX text's terminating NUL, however short the text.
+  if (std::strncmp(text, protocol::kLinkImageMagic, sizeof(protocol::kLinkImageMagic)) == 0) {
+    *kind = protocol::ImageKind::kLinked;
+    *bytes = {text, protocol::LinkImageSize(image)};
     return CUDA_SUCCESS;
   }
   *kind = protocol::ImageKind::kPtx;
