@@ -5,6 +5,7 @@
 // then reliably reports CUDA_ERROR_CONTEXT_IS_DESTROYED / INVALID_CONTEXT.
 #include <algorithm>
 
+#include "guest/cuda/host_func.h"
 #include "guest/cuda/state.h"
 #include "host/version.h"
 
@@ -66,6 +67,9 @@ void DropOwnedObjects(DriverState& state, CUctx_st* ctx) {
 
 // Destroys the host side of `ctx` and the guest objects it owned.
 CUresult DestroyOnHost(CUctx_st* ctx) {
+  // Pending host functions of the context run first (they hold it); the context's work is
+  // already submitted, so they finish.
+  (void)pvgpu::guest::WaitForAllHostFuncs(ctx);
   protocol::CtxDestroyRequest request;
   request.ctx = ctx->handle;
   const Code code = ctx->client->Call(request);
@@ -200,6 +204,7 @@ CUresult CUDAAPI cuCtxSynchronize() {
   PVGPU_API_TRACE("cuCtxSynchronize", "");
   CUctx_st* ctx = nullptr;
   if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
+  if (CUresult r = pvgpu::guest::WaitForAllHostFuncs(ctx); r != CUDA_SUCCESS) return r;
   protocol::CtxSynchronizeRequest request;
   request.ctx = ctx->handle;
   return ToCu(ctx->client->Call(request));

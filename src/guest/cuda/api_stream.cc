@@ -1,5 +1,6 @@
 // Driver API: streams and events. Creation, recording and destruction are posted without
 // waiting; queries read the shared completion fence and send nothing.
+#include "guest/cuda/host_func.h"
 #include "guest/cuda/state.h"
 
 using pvgpu::Code;
@@ -26,7 +27,10 @@ bool LiveEvent(CUevent event) {
 // Fence value that marks all work submitted so far on `stream` (default stream: the context's).
 CUresult LastSeq(CUstream stream, uint64_t* seq, CUctx_st** ctx) {
   uint64_t wire = 0;
-  if (CUresult r = pvgpu::guest::ResolveStream(stream, ctx, &wire); r != CUDA_SUCCESS) return r;
+  if (CUresult r = pvgpu::guest::ResolveStream(stream, ctx, &wire, /*after_host_funcs=*/false);
+      r != CUDA_SUCCESS) {
+    return r;
+  }
   auto& state = DriverState::Get();
   std::lock_guard<std::mutex> lock(state.mutex());
   // Work runs in submission order on the host, so the context's last submission bounds the
@@ -93,7 +97,83 @@ CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
   uint64_t seq = 0;
   CUctx_st* ctx = nullptr;
   if (CUresult r = LastSeq(hStream, &seq, &ctx); r != CUDA_SUCCESS) return r;
+  if (pvgpu::guest::HostFuncsPending(ctx, hStream)) return CUDA_ERROR_NOT_READY;
   return ctx->client->Done(seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+namespace {
+
+struct HostFuncCall {
+  CUhostFn fn;
+  void* data;
+};
+
+struct StreamCallback {
+  CUstreamCallback callback;
+  CUstream stream;
+  void* data;
+};
+
+// Enqueues `call` after the work submitted so far on `hStream`.
+CUresult EnqueueOnStream(CUstream hStream, pvgpu::guest::HostCall call, void* data) {
+  CUctx_st* ctx = nullptr;
+  uint64_t wire = 0;
+  // Not ordered after earlier host functions here: the queue runs them in order anyway.
+  if (CUresult r = pvgpu::guest::ResolveStream(hStream, &ctx, &wire, /*after_host_funcs=*/false);
+      r != CUDA_SUCCESS) {
+    return r;
+  }
+  unsigned int flags = 0;
+  uint64_t after = 0;
+  {
+    auto& state = DriverState::Get();
+    std::lock_guard<std::mutex> lock(state.mutex());
+    flags = wire == 0 ? 0 : hStream->flags;
+    // A non-blocking stream follows only its own work; the default stream and blocking
+    // streams follow everything submitted before (the host runs a context in order).
+    after = (flags & CU_STREAM_NON_BLOCKING) != 0 ? hStream->last_seq : ctx->last_seq;
+  }
+  pvgpu::guest::EnqueueHostFunc(ctx, hStream, flags, after, call, data);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
+  PVGPU_API_TRACE("cuLaunchHostFunc", hStream << ", " << reinterpret_cast<void*>(fn) << ", "
+                                              << userData);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* call = new HostFuncCall{fn, userData};
+  CUresult r = EnqueueOnStream(
+      hStream,
+      [](void* data, CUresult) {
+        auto* c = static_cast<HostFuncCall*>(data);
+        c->fn(c->data);
+        delete c;
+      },
+      call);
+  if (r != CUDA_SUCCESS) delete call;
+  return r;
+}
+
+CUresult CUDAAPI cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData,
+                                     unsigned int flags) {
+  PVGPU_API_TRACE("cuStreamAddCallback", hStream << ", " << reinterpret_cast<void*>(callback)
+                                                 << ", " << userData << ", " << flags);
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (callback == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* call = new StreamCallback{callback, hStream, userData};
+  CUresult r = EnqueueOnStream(
+      hStream,
+      [](void* data, CUresult status) {
+        auto* c = static_cast<StreamCallback*>(data);
+        c->callback(c->stream, status, c->data);
+        delete c;
+      },
+      call);
+  if (r != CUDA_SUCCESS) delete call;
+  return r;
 }
 
 CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {

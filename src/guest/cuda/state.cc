@@ -1,5 +1,7 @@
 #include "guest/cuda/state.h"
 
+#include "guest/cuda/host_func.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -126,18 +128,20 @@ CUresult CurrentLiveContext(CUctx_st** ctx) {
   return CUDA_SUCCESS;
 }
 
-CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle) {
+CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle,
+                       bool after_host_funcs) {
   if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
     *wire_handle = 0;
-    return CurrentLiveContext(ctx);
+    if (CUresult r = CurrentLiveContext(ctx); r != CUDA_SUCCESS) return r;
+  } else {
+    auto& state = DriverState::Get();
+    std::lock_guard<std::mutex> lock(state.mutex());
+    if (state.streams.count(stream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    if (state.contexts.count(stream->ctx) == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    *ctx = stream->ctx;
+    *wire_handle = stream->handle;
   }
-  auto& state = DriverState::Get();
-  std::lock_guard<std::mutex> lock(state.mutex());
-  if (state.streams.count(stream) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  if (state.contexts.count(stream->ctx) == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-  *ctx = stream->ctx;
-  *wire_handle = stream->handle;
-  return CUDA_SUCCESS;
+  return after_host_funcs ? WaitForHostFuncs(*ctx, stream) : CUDA_SUCCESS;
 }
 
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq) {

@@ -145,8 +145,10 @@ CUresult CurrentLiveContext(CUctx_st** ctx);
 bool LiveContext(CUctx_st* ctx);  // takes the driver mutex
 
 // Resolves a stream handle for `ctx`: nullptr/CU_STREAM_LEGACY/PER_THREAD mean the default
-// stream (wire handle 0).
-CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle);
+// stream (wire handle 0). For stream-ordered work (`after_host_funcs`), first waits for the
+// pending host functions the stream must follow (host_func.h).
+CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle,
+                       bool after_host_funcs = true);
 // Notes that work was submitted on `stream` (seq from the client).
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq);
 
