@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string_view>
 
 #include "guest/cuda/state.h"
@@ -131,7 +132,16 @@ CUresult LoadModule(CUmodule* module, const void* image, JitLogs* logs) {
     }
   }
   if (code != Code::kOk) {
-    if (!mod->description.error_log.empty()) {
+    if (code == Code::kNoBinaryForGpu) {
+      // Machine code for one NVIDIA GPU on a device that runs PTX: say why, and what to do.
+      static std::once_flag once;
+      std::call_once(once, [&] {
+        PVGPU_WARN("module load failed: " << mod->description.error_log
+                   << " -- the device needs PTX; note that numba-cuda and cuda.core link with "
+                      "nvJitLink whenever they can load it, and nvJitLink emits machine code: "
+                      "see pvgpu's docs/python-clients.md");
+      });
+    } else if (!mod->description.error_log.empty()) {
       PVGPU_INFO("module load failed: " << mod->description.error_log);
     }
     delete mod;
