@@ -1,5 +1,12 @@
 // Executor: a worker pool shared by all launches. Blocks are handed out one at a time,
 // round-robin between active launches, so concurrent guests share the cores fairly.
+//
+// A one-block grid that finds no launch waiting for the workers runs on the caller's thread
+// instead: handing it to a worker costs two thread wake-ups (the worker's and, when it is done,
+// the caller's), several times what an empty kernel costs, and on a machine with few cores
+// the woken thread often has to wait for one. With no queued launch there is nobody to be fair
+// to; launches that arrive meanwhile go to the (idle) workers as usual. At most one such
+// launch per worker runs this way, so the cores are never oversubscribed more than twice.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
@@ -160,6 +167,7 @@ struct Executor::Impl {
   std::deque<Job*> jobs;
   size_t rr = 0;
   bool stop = false;
+  size_t inline_running = 0;  // one-block launches running on their callers' threads
   std::vector<std::thread> workers;
 
   void Worker(unsigned index) {
@@ -275,9 +283,27 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   job.total = g.Count();
   {
     std::unique_lock<std::mutex> lock(impl_->mu);
-    impl_->jobs.push_back(&job);
-    impl_->work_cv.notify_all();
-    impl_->done_cv.wait(lock, [&] { return job.finished; });
+    if (job.total == 1 && impl_->jobs.empty() &&
+        impl_->inline_running < impl_->workers.size()) {
+      ++impl_->inline_running;
+      lock.unlock();
+      // Caller threads (session loops, tests) keep their own buffers; index past the workers.
+      thread_local Scratch scratch;
+      scratch.index = static_cast<unsigned>(impl_->workers.size());
+      scratch.cache = TranslateCache{};
+      RunBlock(L, 0, scratch);
+      lock.lock();
+      --impl_->inline_running;
+    } else {
+      impl_->jobs.push_back(&job);
+      // Wake only as many workers as there are blocks to take.
+      if (job.total < impl_->workers.size()) {
+        for (uint64_t i = 0; i < job.total; ++i) impl_->work_cv.notify_one();
+      } else {
+        impl_->work_cv.notify_all();
+      }
+      impl_->done_cv.wait(lock, [&] { return job.finished; });
+    }
   }
   if (!L.error.ok()) return L.error;
   if (env.cancel && env.cancel->load()) return Error(Code::kLaunchFailed, "launch cancelled");
