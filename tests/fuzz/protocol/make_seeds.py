@@ -75,6 +75,50 @@ def seed(mode, *messages):
         out += struct.pack("<H", len(m)) + m
     return out
 
+# Relocatable PTX for a link image: a kernel calling an external function the second defines.
+LINK_MAIN = b""".version 7.5
+.target sm_75
+.address_size 64
+.extern .func (.param .b32 r) twice(.param .b32 x);
+.visible .entry call_twice(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  {
+  .param .b32 a;
+  .param .b32 r;
+  st.param.b32 [a], %r1;
+  call.uni (r), twice, (a);
+  ld.param.b32 %r2, [r];
+  }
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+"""
+LINK_LIB = b""".version 7.5
+.target sm_75
+.address_size 64
+.visible .func (.param .b32 r) twice(.param .b32 x)
+{
+  .reg .b32 %r<3>;
+  ld.param.b32 %r1, [x];
+  add.s32 %r2, %r1, %r1;
+  st.param.b32 [r], %r2;
+  ret;
+}
+"""
+
+
+def link_image(*inputs):
+    """src/protocol/link_image.h: header, then (type, name, data) records padded to 8 bytes."""
+    body = b""
+    for kind, name, data in inputs:
+        record = struct.pack("<IIQ", kind, len(name), len(data)) + name + data
+        body += record + b"\0" * (-len(record) % 8)
+    return b"PVGPULNK" + struct.pack("<IIQ", 1, len(inputs), 24 + len(body)) + body
+
 
 def main():
     version = SPEC["version"]
@@ -104,6 +148,15 @@ def main():
                                       block=[32, 1, 1]),
                               request("CtxSynchronize", ctx=16),
                               request("ModuleUnload", ctx=16, module=5)),
+        "linked_module": seed(1, hello, ctx, alloc,
+                              request("ModuleLoad",
+                                      link_image((1, b"main.ptx", LINK_MAIN),
+                                                 (1, b"lib.ptx", LINK_LIB)),
+                                      ctx=16, module=6, image_kind=4, log_limit=1024),
+                              request("LaunchKernel", struct.pack("<Q", base), ctx=16, module=6,
+                                      kernel=0, grid=[1, 1, 1], block=[32, 1, 1]),
+                              request("CtxSynchronize", ctx=16),
+                              request("ModuleUnload", ctx=16, module=6)),
         "streams_events": seed(1, hello, ctx, request("StreamCreate", ctx=16, stream=7),
                                request("EventCreate", ctx=16, event=8),
                                request("EventCreate", ctx=16, event=9),
