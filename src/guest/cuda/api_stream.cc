@@ -35,6 +35,10 @@ CUresult LastSeq(CUstream stream, uint64_t* seq, CUctx_st** ctx) {
   std::lock_guard<std::mutex> lock(state.mutex());
   // Work runs in submission order on the host, so the context's last submission bounds the
   // default stream, which synchronizes with every other stream (legacy semantics).
+  if (stream == CU_STREAM_PER_THREAD) {
+    *seq = pvgpu::guest::PerThreadStreamSeq(*ctx);
+    return CUDA_SUCCESS;
+  }
   *seq = wire == 0 ? (*ctx)->last_seq : stream->last_seq;
   return CUDA_SUCCESS;
 }

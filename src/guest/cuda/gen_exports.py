@@ -163,8 +163,8 @@ def implemented(sources, macros):
     return names
 
 
-def param_names(params):
-    """Names of the parameters in a prototype's parameter text, or None when one is unnamed."""
+def split_params(params):
+    """A prototype's parameter text split at its top-level commas."""
     params = params.strip()
     if params in ("", "void"):
         return []
@@ -180,8 +180,13 @@ def param_names(params):
         else:
             current += ch
     parts.append(current)
+    return parts
+
+
+def param_names(params):
+    """Names of the parameters in a prototype's parameter text, or None when one is unnamed."""
     names = []
-    for part in parts:
+    for part in split_params(params):
         part = re.sub(r"\[[^\]]*\]\s*$", "", part.strip())
         fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", part)  # function pointer parameter
         m = fp or re.search(r"[\s\*](\w+)$", part)
@@ -209,8 +214,8 @@ def emit_stubs(names):
 
 def emit_forwarders(forwarders, decls):
     out = [HEADER,
-           "// Per-thread default stream variants of implemented functions. pvgpu treats the",
-           "// per-thread and the legacy default stream alike, so each forwards to its base.",
+           "// Per-thread default stream variants of implemented functions: each forwards to",
+           "// its base, with the default stream (a null CUstream) named CU_STREAM_PER_THREAD.",
            "#define __CUDA_API_VERSION_INTERNAL 1", "#include <cuda.h>", ""]
     # In this mode cuda.h maps some base names to their per-thread forms (cuEventRecord ->
     # cuEventRecord_ptsz): without these #undefs a forwarder would call itself.
@@ -219,7 +224,12 @@ def emit_forwarders(forwarders, decls):
     out.append("")
     for name, base in forwarders:
         ret, params = decls[name]
-        args = ", ".join(param_names(params))
+        args = []
+        for part, arg in zip(split_params(params), param_names(params)):
+            if re.fullmatch(r"\s*CUstream\s+\w+\s*", part):
+                arg = f"({arg} == nullptr ? CU_STREAM_PER_THREAD : {arg})"
+            args.append(arg)
+        args = ", ".join(args)
         out += [f'extern "C" __attribute__((weak)) {ret} CUDAAPI {name}({params}) {{',
                 f"  return {base}({args});", "}", ""]
     return "\n".join(out)

@@ -1,5 +1,7 @@
 #include "guest/cuda/state.h"
 
+#include <unordered_map>
+
 #include "guest/cuda/host_func.h"
 
 #include <algorithm>
@@ -144,11 +146,31 @@ CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle,
   return after_host_funcs ? WaitForHostFuncs(*ctx, stream) : CUDA_SUCCESS;
 }
 
+namespace {
+
+// The calling thread's per-thread default stream, per context: the last work submitted on it.
+std::unordered_map<CUctx_st*, uint64_t>& PerThreadSeqs() {
+  thread_local std::unordered_map<CUctx_st*, uint64_t> seqs;
+  return seqs;
+}
+
+}  // namespace
+
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq) {
+  if (stream == CU_STREAM_PER_THREAD) PerThreadSeqs()[ctx] = seq;
   auto& state = DriverState::Get();
   std::lock_guard<std::mutex> lock(state.mutex());
   ctx->last_seq = seq;
-  if (stream != nullptr && state.streams.count(stream) != 0) stream->last_seq = seq;
+  if (stream != nullptr && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD &&
+      state.streams.count(stream) != 0) {
+    stream->last_seq = seq;
+  }
+}
+
+uint64_t PerThreadStreamSeq(CUctx_st* ctx) {
+  auto& seqs = PerThreadSeqs();
+  auto it = seqs.find(ctx);
+  return it == seqs.end() ? 0 : it->second;
 }
 
 bool FindAllocation(CUdeviceptr dptr, size_t size, CUctx_st** owner) {

@@ -151,6 +151,10 @@ CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle,
                        bool after_host_funcs = true);
 // Notes that work was submitted on `stream` (seq from the client).
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq);
+// The last work the calling thread submitted on its per-thread default stream in `ctx` (0:
+// none). The host runs a context's work in submission order, so once it is done, everything the
+// per-thread stream must follow (earlier legacy-stream work) is too.
+uint64_t PerThreadStreamSeq(CUctx_st* ctx);
 
 // The bytes of a module image (PTX text with its NUL, a fatbin, or an ELF cubin).
 CUresult ImageBytes(const void* image, std::string_view* bytes);
