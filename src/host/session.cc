@@ -13,8 +13,9 @@ using protocol::MessageHeader;
 namespace {
 // How often a waiting session re-checks its stop flag.
 constexpr int kReceivePollMs = 250;
-// A launch shorter than this is never watched (no cost for ordinary kernels); the watcher
-// re-checks the launch's end this often, and reads ahead at most this much.
+// A launch shorter than this is never read ahead of (the watcher notices a long one between
+// one and two of these after it started); the watcher re-checks the launch's end this often,
+// and reads ahead at most this much.
 constexpr auto kWatchAfter = std::chrono::milliseconds(100);
 constexpr int kWatchPollMs = 20;
 constexpr size_t kMaxReadAheadBytes = 64u << 20;
@@ -36,8 +37,8 @@ bool EndsLaunch(const std::vector<uint8_t>& message, uint64_t ctx) {
 }
 }  // namespace
 
-Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle,
-                              const std::function<Status()>& launch) {
+Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, LaunchRef launch) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(watch_.mutex);
     if (!watch_.thread.joinable()) watch_.thread = std::thread([this] { WatchLoop(); });
@@ -45,28 +46,38 @@ Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle,
     ++watch_.launches;
     watch_.ctx = ctx.impl.get();
     watch_.ctx_handle = ctx_handle;
+    wake = watch_.idle;
   }
-  watch_.changed.notify_all();
+  // Only a sleeping watcher is woken: one that is timing a period notices this launch when the
+  // period ends, so back-to-back short launches cost no thread wake-up each.
+  if (wake) watch_.changed.notify_all();
   Status status = launch();
   std::unique_lock<std::mutex> lock(watch_.mutex);
   watch_.active = false;
-  watch_.changed.notify_all();
-  // The watcher must be out of Receive before the loop reads the channel again (order).
-  watch_.changed.wait(lock, [&] { return !watch_.busy; });
+  if (watch_.busy || watch_.awaiting_end) {
+    watch_.changed.notify_all();
+    // The watcher must be out of Receive before the loop reads the channel again (order).
+    watch_.changed.wait(lock, [&] { return !watch_.busy; });
+  }
   return status;
 }
 
 void Session::WatchLoop() {
   std::unique_lock<std::mutex> lock(watch_.mutex);
   while (!watch_.exit) {
-    watch_.changed.wait(lock, [&] { return watch_.active || watch_.exit; });
-    if (watch_.exit) break;
-    const uint64_t launch = watch_.launches;
-    if (watch_.changed.wait_for(lock, kWatchAfter, [&] {
-          return !watch_.active || watch_.launches != launch || watch_.exit;
-        })) {
+    if (!watch_.active) {
+      watch_.idle = true;
+      watch_.changed.wait(lock, [&] { return watch_.active || watch_.exit; });
+      watch_.idle = false;
       continue;
     }
+    // A launch that is still the same one after a whole period has run for at least
+    // kWatchAfter. Launches do not wake this wait (see WatchedLaunch), so a long kernel is
+    // noticed between one and two periods after it started.
+    const uint64_t launch = watch_.launches;
+    watch_.changed.wait_for(lock, kWatchAfter, [&] { return watch_.exit; });
+    if (watch_.exit) break;
+    if (!watch_.active || watch_.launches != launch) continue;
     watch_.busy = true;
     adapters::Context* ctx = watch_.ctx;
     const uint64_t ctx_handle = watch_.ctx_handle;
@@ -102,7 +113,9 @@ void Session::WatchLoop() {
     watch_.busy = false;
     watch_.changed.notify_all();
     // Wait for this launch to end before watching the next.
+    watch_.awaiting_end = true;
     watch_.changed.wait(lock, [&] { return !watch_.active || watch_.exit; });
+    watch_.awaiting_end = false;
   }
 }
 

@@ -139,14 +139,30 @@ class Session {
   // channel: once it has run for a while, a watcher thread reads the guest's next messages
   // ahead, and cancels the kernel when the guest hangs up, says Goodbye or destroys the
   // kernel's context. The session loop executes what was read ahead, in order, afterwards.
-  Status WatchedLaunch(ContextState& ctx, uint64_t ctx_handle,
-                       const std::function<Status()>& launch);
+  //
+  // `launch` is called before WatchedLaunch returns, so it is taken by reference: a
+  // std::function would allocate for the launch's captures on every launch.
+  class LaunchRef {
+   public:
+    template <typename F>
+    LaunchRef(F& f)  // NOLINT: implicit, as std::function is
+        : object_(static_cast<void*>(std::addressof(f))),
+          call_([](void* object) -> Status { return (*static_cast<F*>(object))(); }) {}
+    Status operator()() const { return call_(object_); }
+
+   private:
+    void* object_;
+    Status (*call_)(void*);
+  };
+  Status WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, LaunchRef launch);
   void WatchLoop();
   struct Watch {
     std::mutex mutex;
     std::condition_variable changed;
-    bool active = false;  // a launch is running
-    bool busy = false;    // the watcher is reading ahead
+    bool active = false;        // a launch is running
+    bool busy = false;          // the watcher is reading ahead
+    bool idle = false;          // the watcher sleeps until a launch starts
+    bool awaiting_end = false;  // the watcher waits for the watched launch to end
     bool exit = false;
     uint64_t launches = 0;
     adapters::Context* ctx = nullptr;
