@@ -97,7 +97,7 @@ Status Client::Connect() {
   std::vector<uint8_t> bytes;
   Code code = SendLocked(static_cast<uint32_t>(protocol::Op::kHello), 0,
                          {reinterpret_cast<const uint8_t*>(&hello), sizeof(hello)}, {}, &seq);
-  if (code == Code::kOk) code = AwaitReplyLocked(seq, &bytes);
+  if (code == Code::kOk) code = AwaitReplyLocked(seq, ReplySink{nullptr, 0, &bytes});
   if (code == Code::kOk && bytes.size() >= sizeof(hello_)) {
     std::memcpy(&hello_, bytes.data(), sizeof(hello_));
     code = static_cast<Code>(hello_.result);
@@ -142,7 +142,7 @@ Code Client::SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fi
   return Code::kOk;
 }
 
-Code Client::AwaitReplyLocked(uint64_t seq, std::vector<uint8_t>* reply) {
+Code Client::AwaitReplyLocked(uint64_t seq, const ReplySink& reply) {
   for (;;) {
     Status received = endpoint_->Receive(&scratch_, -1);
     if (!received.ok()) return Broken(received);
@@ -161,7 +161,11 @@ Code Client::AwaitReplyLocked(uint64_t seq, std::vector<uint8_t>* reply) {
       return Broken(Error(Code::kUnknown, "reply to message " + std::to_string(header.seq) +
                                               " while waiting for " + std::to_string(seq)));
     }
-    reply->assign(body.begin(), body.end());
+    if (body.size() < reply.fixed_size) return Broken(Error(Code::kUnknown, "short reply"));
+    if (reply.fixed_size != 0) std::memcpy(reply.fixed, body.data(), reply.fixed_size);
+    if (reply.payload != nullptr) {
+      reply.payload->assign(body.begin() + reply.fixed_size, body.end());
+    }
     return Code::kOk;
   }
 }
@@ -179,7 +183,7 @@ void Client::HandleUnsolicited(const MessageHeader& header, std::span<const uint
 }
 
 Code Client::Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
-                      std::span<const uint8_t> request_payload, std::vector<uint8_t>* reply,
+                      std::span<const uint8_t> request_payload, const ReplySink* reply,
                       uint64_t* seq) {
   if (!connected()) {
     Status status = Connect();
@@ -192,7 +196,7 @@ Code Client::Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
   if (code != Code::kOk) return code;
   if (seq != nullptr) *seq = sent_seq;
   if (reply == nullptr) return Code::kOk;
-  return AwaitReplyLocked(sent_seq, reply);
+  return AwaitReplyLocked(sent_seq, *reply);
 }
 
 Code Client::ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_t request_size,
@@ -214,7 +218,7 @@ Code Client::ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_
   Code result = Code::kOk;
   std::vector<uint8_t> body;
   for (size_t i = 0; i < count; ++i) {
-    Code code = AwaitReplyLocked(first + i, &body);
+    Code code = AwaitReplyLocked(first + i, ReplySink{nullptr, 0, &body});
     if (code == Code::kDeviceUnavailable) return code;
     if (code == Code::kOk && result == Code::kOk) result = on_reply(i, body);
   }

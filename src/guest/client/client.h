@@ -84,12 +84,20 @@ class Client {
 
  private:
   explicit Client(std::string address);
+  // Where a reply goes, decoded straight from the receive buffer (no copy of the whole body
+  // on the way): its fixed part into `fixed` (a reply shorter than `fixed_size` breaks the
+  // channel), the rest into `*payload` when not null.
+  struct ReplySink {
+    void* fixed = nullptr;
+    size_t fixed_size = 0;
+    std::vector<uint8_t>* payload = nullptr;
+  };
+  // Sends a request; waits for its reply when `reply` is not null.
   Code Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
-                std::span<const uint8_t> request_payload, std::vector<uint8_t>* reply,
-                uint64_t* seq);
+                std::span<const uint8_t> request_payload, const ReplySink* reply, uint64_t* seq);
   Code SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fixed,
                   std::span<const uint8_t> payload, uint64_t* seq);
-  Code AwaitReplyLocked(uint64_t seq, std::vector<uint8_t>* reply);
+  Code AwaitReplyLocked(uint64_t seq, const ReplySink& reply);
   // The batch behind CallPipelined: every request has the same op and fixed size.
   Code ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_t request_size,
                      const std::function<Code(size_t, std::span<const uint8_t>)>& on_reply);
@@ -130,14 +138,12 @@ Code Client::CallPipelined(std::span<const Request> requests, OnReply&& on_reply
 template <typename Request>
 Code Client::PostAndWait(const Request& request, std::span<const uint8_t> request_payload) {
   static_assert(Request::kAsync);
-  std::vector<uint8_t> bytes;
+  typename Request::Reply fixed;
+  const ReplySink sink{&fixed, sizeof(fixed), nullptr};
   const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), true,
                              {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, &bytes, nullptr);
+                             request_payload, &sink, nullptr);
   if (sent != Code::kOk) return sent;
-  typename Request::Reply fixed;
-  if (bytes.size() < sizeof(fixed)) return Broken(Error(Code::kUnknown, "short reply"));
-  std::memcpy(&fixed, bytes.data(), sizeof(fixed));
   return static_cast<Code>(fixed.result);
 }
 
@@ -145,16 +151,13 @@ template <typename Request>
 Code Client::Call(const Request& request, std::span<const uint8_t> request_payload,
                   typename Request::Reply* reply, std::vector<uint8_t>* payload) {
   static_assert(!Request::kHostToGuest);
-  std::vector<uint8_t> bytes;
+  typename Request::Reply fixed;
+  const ReplySink sink{&fixed, sizeof(fixed), payload};
   const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), false,
                              {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, &bytes, nullptr);
+                             request_payload, &sink, nullptr);
   if (sent != Code::kOk) return sent;
-  typename Request::Reply fixed;
-  if (bytes.size() < sizeof(fixed)) return Broken(Error(Code::kUnknown, "short reply"));
-  std::memcpy(&fixed, bytes.data(), sizeof(fixed));
   if (reply != nullptr) *reply = fixed;
-  if (payload != nullptr) payload->assign(bytes.begin() + sizeof(fixed), bytes.end());
   return static_cast<Code>(fixed.result);
 }
 
@@ -162,14 +165,12 @@ template <typename Request>
 Code Client::Post(const Request& request, std::span<const uint8_t> request_payload,
                   uint64_t* seq) {
   static_assert(Request::kAsync);
-  std::vector<uint8_t> bytes;
+  typename Request::Reply fixed;
+  const ReplySink sink{&fixed, sizeof(fixed), nullptr};
   const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), true,
                              {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, pipelined_ ? nullptr : &bytes, seq);
+                             request_payload, pipelined_ ? nullptr : &sink, seq);
   if (sent != Code::kOk || pipelined_) return sent;
-  typename Request::Reply fixed;
-  if (bytes.size() < sizeof(fixed)) return Broken(Error(Code::kUnknown, "short reply"));
-  std::memcpy(&fixed, bytes.data(), sizeof(fixed));
   return static_cast<Code>(fixed.result);
 }
 
