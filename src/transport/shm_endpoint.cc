@@ -20,8 +20,12 @@ constexpr auto kSpin = std::chrono::microseconds(30);
 // The first spins only pause: a reply already being written lands within a few microseconds.
 // After that we yield instead, because on an oversubscribed machine (or a container with a CPU
 // quota) the peer we wait for may need the very core we are spinning on; measured on a loaded
-// 2-core machine this cut the Unix ping-pong from ~95 us to ~20 us.
-constexpr unsigned kPauseSpins = 256;
+// 2-core machine this cut the Unix ping-pong from ~95 us to ~20 us. The pause phase is short
+// (16 pauses, well under a microsecond): on that machine the scheduler usually puts guest and
+// host on one core, where every pause only delays the peer; 256 pauses (3 to 7 us there) made
+// a launch + synchronize round trip 14 to 22 us, 16 pauses 5 to 7 us (sched_yield with no
+// other runnable task returns in about 0.4 us, so a waiter on its own core loses little).
+constexpr unsigned kPauseSpins = 16;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
