@@ -178,6 +178,74 @@ int main(void) {
   CHECK(cuMemFreeHost(pinned));
   CHECK(cuMemFree(d));
   CHECK(cuModuleUnload(module));
+  /* 3D copies: a 4x3x5 box of a 16x8x6 host volume into a pitched device volume at an offset,
+   * back out into a zeroed host volume, and device to device; only the box moves. */
+  {
+    enum { W = 16, H = 8, D = 6, BW = 4, BH = 3, BD = 5 };
+    static unsigned char host_volume[D][H][W], back[D][H][W];
+    for (int z = 0; z < D; ++z)
+      for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) host_volume[z][y][x] = (unsigned char)(x + 16 * y + 128 * z);
+    size_t pitch = 0;
+    CUdeviceptr volume, other;
+    CHECK(cuMemAllocPitch(&volume, &pitch, W, H * D, 4));
+    CHECK(cuMemAllocPitch(&other, &pitch, W, H * D, 4));
+    CHECK(cuMemsetD8(volume, 0, pitch * H * D));
+    CUDA_MEMCPY3D copy;
+    memset(&copy, 0, sizeof(copy));
+    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+    copy.srcHost = host_volume;
+    copy.srcPitch = W;
+    copy.srcHeight = H;
+    copy.srcXInBytes = 2;
+    copy.srcY = 1;
+    copy.srcZ = 1;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = volume;
+    copy.dstPitch = pitch;
+    copy.dstHeight = H;
+    copy.dstXInBytes = 2;
+    copy.dstY = 1;
+    copy.dstZ = 1;
+    copy.WidthInBytes = BW;
+    copy.Height = BH;
+    copy.Depth = BD;
+    CHECK(cuMemcpy3D(&copy));
+    /* device to device, whole volume, asynchronously */
+    CUDA_MEMCPY3D whole;
+    memset(&whole, 0, sizeof(whole));
+    whole.srcMemoryType = whole.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    whole.srcDevice = volume;
+    whole.dstDevice = other;
+    whole.srcPitch = whole.dstPitch = pitch;
+    whole.srcHeight = whole.dstHeight = H;
+    whole.WidthInBytes = W;
+    whole.Height = H;
+    whole.Depth = D;
+    CHECK(cuMemcpy3DAsync(&whole, NULL));
+    /* back to the host, whole volume */
+    whole.srcDevice = other;
+    whole.dstMemoryType = CU_MEMORYTYPE_HOST;
+    whole.dstHost = back;
+    whole.dstPitch = W;
+    CHECK(cuMemcpy3D(&whole));
+    for (int z = 0; z < D; ++z)
+      for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+          int inside = z >= 1 && z < 1 + BD && y >= 1 && y < 1 + BH && x >= 2 && x < 2 + BW;
+          EXPECT_TRUE(back[z][y][x] == (inside ? host_volume[z][y][x] : 0));
+        }
+    /* slices that cannot hold the rows, and arrays */
+    copy.Depth = 2;
+    copy.srcHeight = 2;
+    EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemcpy3D(&copy));
+    copy.srcHeight = H;
+    copy.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    EXPECT_RESULT(CUDA_ERROR_NOT_SUPPORTED, cuMemcpy3D(&copy));
+    CHECK(cuMemFree(volume));
+    CHECK(cuMemFree(other));
+  }
+
   CHECK(cuCtxDestroy(ctx));
   free(ptx);
   printf("extras: all checks passed\n");

@@ -1,6 +1,7 @@
-// Driver API: pitched allocations and 2D copies. A 2D copy is built from the 1D paths: rows
+// Driver API: pitched allocations, 2D and 3D copies. A 2D copy is built from the 1D paths: rows
 // to the device are posted without waiting (they ride in the ring), rows from the device are
-// fetched as one span covering them all and scattered on the guest.
+// fetched as one span covering them all and scattered on the guest. A 3D copy is a 2D copy per
+// slice.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -101,6 +102,46 @@ CUresult Copy2D(const CUDA_MEMCPY2D* p, CUstream stream, bool async) {
   return CUDA_SUCCESS;
 }
 
+// One 2D copy per slice of a 3D copy between linear memory (host, device, unified).
+CUresult Copy3D(const CUDA_MEMCPY3D* p, CUstream stream, bool async) {
+  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
+  if (p == nullptr || p->reserved0 != nullptr || p->reserved1 != nullptr || p->srcLOD != 0 ||
+      p->dstLOD != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+    PVGPU_WARN("3D copies with CUDA arrays are not supported");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (p->WidthInBytes == 0 || p->Height == 0 || p->Depth == 0) return CUDA_SUCCESS;
+  // Slices are srcHeight (dstHeight) rows apart; they must hold the copied rows.
+  if (p->Depth > 1 && (p->srcHeight < p->srcY + p->Height || p->dstHeight < p->dstY + p->Height)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const size_t src_slice = p->srcPitch * p->srcHeight, dst_slice = p->dstPitch * p->dstHeight;
+  for (size_t z = 0; z < p->Depth; ++z) {
+    const size_t src_offset = (p->srcZ + z) * src_slice, dst_offset = (p->dstZ + z) * dst_slice;
+    CUDA_MEMCPY2D slice{};
+    slice.srcXInBytes = p->srcXInBytes;
+    slice.srcY = p->srcY;
+    slice.srcMemoryType = p->srcMemoryType;
+    slice.srcHost = p->srcHost == nullptr ? nullptr
+                                          : static_cast<const uint8_t*>(p->srcHost) + src_offset;
+    slice.srcDevice = p->srcDevice == 0 ? 0 : p->srcDevice + src_offset;
+    slice.srcPitch = p->srcPitch;
+    slice.dstXInBytes = p->dstXInBytes;
+    slice.dstY = p->dstY;
+    slice.dstMemoryType = p->dstMemoryType;
+    slice.dstHost = p->dstHost == nullptr ? nullptr : static_cast<uint8_t*>(p->dstHost) + dst_offset;
+    slice.dstDevice = p->dstDevice == 0 ? 0 : p->dstDevice + dst_offset;
+    slice.dstPitch = p->dstPitch;
+    slice.WidthInBytes = p->WidthInBytes;
+    slice.Height = p->Height;
+    if (CUresult r = Copy2D(&slice, stream, async); r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -134,6 +175,16 @@ CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D* pCopy) {
 CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
   PVGPU_API_TRACE("cuMemcpy2DAsync_v2", pCopy << ", " << hStream);
   return Copy2D(pCopy, hStream, true);
+}
+
+CUresult CUDAAPI cuMemcpy3D(const CUDA_MEMCPY3D* pCopy) {
+  PVGPU_API_TRACE("cuMemcpy3D_v2", pCopy);
+  return Copy3D(pCopy, nullptr, false);
+}
+
+CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
+  PVGPU_API_TRACE("cuMemcpy3DAsync_v2", pCopy << ", " << hStream);
+  return Copy3D(pCopy, hStream, true);
 }
 
 }  // extern "C"
