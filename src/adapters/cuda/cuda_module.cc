@@ -108,9 +108,25 @@ Status DescribeWithPtx(const Driver& driver, const ptx::Program& program, CudaMo
   return Status::Ok();
 }
 
-void CopyLog(const std::vector<char>& buffer, std::string* log) {
-  if (log != nullptr) log->assign(buffer.data(), strnlen(buffer.data(), buffer.size()));
-}
+// The JIT options that collect the driver's error and info logs, and the logs themselves.
+struct JitLogs {
+  std::vector<char> errors = std::vector<char>(kLogBytes, '\0');
+  std::vector<char> infos = std::vector<char>(kLogBytes, '\0');
+  CUjit_option options[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                             CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void* values[4] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}),
+                     infos.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
+  static constexpr unsigned int kCount = 4;
+
+  JitLogs() = default;
+  JitLogs(const JitLogs&) = delete;  // `values` points into this object's own buffers
+  JitLogs& operator=(const JitLogs&) = delete;
+
+  void CopyTo(std::string* error_log, std::string* info_log) const {
+    if (error_log != nullptr) error_log->assign(errors.data(), strnlen(errors.data(), kLogBytes));
+    if (info_log != nullptr) info_log->assign(infos.data(), strnlen(infos.data(), kLogBytes));
+  }
+};
 
 // Links `inputs` with the host driver's cuLink* calls; returns the cubin.
 StatusOr<std::vector<uint8_t>> LinkWithDriver(const Driver& driver,
@@ -121,13 +137,10 @@ StatusOr<std::vector<uint8_t>> LinkWithDriver(const Driver& driver,
       api.cuLinkComplete == nullptr || api.cuLinkDestroy == nullptr) {
     return Error(Code::kNotSupported, "the host's CUDA driver has no linker (cuLinkCreate)");
   }
-  std::vector<char> errors(kLogBytes, '\0'), infos(kLogBytes, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}), infos.data(),
-                    reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
+  JitLogs logs;
   CUlinkState state = nullptr;
-  PVGPU_TRY(driver.Check(api.cuLinkCreate(4, options, values, &state), "cuLinkCreate"));
+  PVGPU_TRY(driver.Check(api.cuLinkCreate(JitLogs::kCount, logs.options, logs.values, &state),
+                         "cuLinkCreate"));
   Status status = Status::Ok();
   for (const auto& input : inputs) {
     // The driver takes non-const pointers and NUL-terminated names; it copies the data.
@@ -145,8 +158,7 @@ StatusOr<std::vector<uint8_t>> LinkWithDriver(const Driver& driver,
     status = driver.Check(api.cuLinkComplete(state, &out, &size), "cuLinkComplete");
     if (status.ok()) cubin.assign(static_cast<uint8_t*>(out), static_cast<uint8_t*>(out) + size);
   }
-  CopyLog(errors, error_log);
-  CopyLog(infos, info_log);
+  logs.CopyTo(error_log, info_log);
   api.cuLinkDestroy(state);  // owns the cubin, copied above
   if (!status.ok()) return status;
   return cubin;
@@ -177,15 +189,11 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
     std::memcpy(copy.data(), cubin.data(), cubin.size());
   }
 
-  std::vector<char> errors(kLogBytes, '\0'), infos(kLogBytes, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}), infos.data(),
-                    reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
+  JitLogs logs;
   CUmodule handle = nullptr;
-  const CUresult loaded = api.cuModuleLoadDataEx(&handle, copy.data(), 4, options, values);
-  CopyLog(errors, error_log);
-  CopyLog(infos, info_log);
+  const CUresult loaded =
+      api.cuModuleLoadDataEx(&handle, copy.data(), JitLogs::kCount, logs.options, logs.values);
+  logs.CopyTo(error_log, info_log);
   PVGPU_TRY(driver.Check(loaded, "cuModuleLoadDataEx"));
   auto module = std::make_unique<CudaModule>(&context, handle);
 
