@@ -38,26 +38,24 @@ bool EndsLaunch(const std::vector<uint8_t>& message, uint64_t ctx) {
 }  // namespace
 
 Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, LaunchRef launch) {
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> lock(watch_.mutex);
-    if (!watch_.thread.joinable()) watch_.thread = std::thread([this] { WatchLoop(); });
-    watch_.active = true;
-    ++watch_.launches;
-    watch_.ctx = ctx.impl.get();
-    watch_.ctx_handle = ctx_handle;
-    wake = watch_.idle;
-  }
+  if (!watch_.thread.joinable()) watch_.thread = std::thread([this] { WatchLoop(); });
+  watch_.ctx.store(ctx.impl.get(), std::memory_order_relaxed);
+  watch_.ctx_handle.store(ctx_handle, std::memory_order_relaxed);
+  watch_.launches.store(watch_.launches.load(std::memory_order_relaxed) + 1);
+  watch_.active.store(true);
   // Only a sleeping watcher is woken: one that is timing a period notices this launch when the
-  // period ends, so back-to-back short launches cost no thread wake-up each.
-  if (wake) watch_.changed.notify_all();
+  // period ends, so back-to-back short launches cost no thread wake-up and no lock each.
+  if (watch_.idle.load()) {
+    std::lock_guard<std::mutex> lock(watch_.mutex);
+    watch_.changed.notify_all();
+  }
   Status status = launch();
-  std::unique_lock<std::mutex> lock(watch_.mutex);
-  watch_.active = false;
-  if (watch_.busy || watch_.awaiting_end) {
+  watch_.active.store(false);
+  if (watch_.busy.load() || watch_.awaiting_end.load()) {
+    std::unique_lock<std::mutex> lock(watch_.mutex);
     watch_.changed.notify_all();
     // The watcher must be out of Receive before the loop reads the channel again (order).
-    watch_.changed.wait(lock, [&] { return !watch_.busy; });
+    watch_.changed.wait(lock, [&] { return !watch_.busy.load(); });
   }
   return status;
 }
@@ -65,24 +63,30 @@ Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, LaunchRef 
 void Session::WatchLoop() {
   std::unique_lock<std::mutex> lock(watch_.mutex);
   while (!watch_.exit) {
-    if (!watch_.active) {
-      watch_.idle = true;
-      watch_.changed.wait(lock, [&] { return watch_.active || watch_.exit; });
-      watch_.idle = false;
+    if (!watch_.active.load()) {
+      watch_.idle.store(true);
+      watch_.changed.wait(lock, [&] { return watch_.active.load() || watch_.exit; });
+      watch_.idle.store(false);
       continue;
     }
     // A launch that is still the same one after a whole period has run for at least
     // kWatchAfter. Launches do not wake this wait (see WatchedLaunch), so a long kernel is
     // noticed between one and two periods after it started.
-    const uint64_t launch = watch_.launches;
+    const uint64_t launch = watch_.launches.load();
     watch_.changed.wait_for(lock, kWatchAfter, [&] { return watch_.exit; });
     if (watch_.exit) break;
-    if (!watch_.active || watch_.launches != launch) continue;
-    watch_.busy = true;
-    adapters::Context* ctx = watch_.ctx;
-    const uint64_t ctx_handle = watch_.ctx_handle;
+    if (!watch_.active.load() || watch_.launches.load() != launch) continue;
+    watch_.busy.store(true);
+    // Re-checked after raising busy: a launch that ended before it does not wait for us.
+    if (!watch_.active.load() || watch_.launches.load() != launch) {
+      watch_.busy.store(false);
+      watch_.changed.notify_all();
+      continue;
+    }
+    adapters::Context* ctx = watch_.ctx.load();
+    const uint64_t ctx_handle = watch_.ctx_handle.load();
     size_t bytes = 0;
-    while (watch_.active && !watch_.exit) {
+    while (watch_.active.load() && !watch_.exit) {
       lock.unlock();
       std::vector<uint8_t> message;
       Status received = bytes < kMaxReadAheadBytes ? endpoint_->Receive(&message, kWatchPollMs)
@@ -110,12 +114,14 @@ void Session::WatchLoop() {
         break;
       }
     }
-    watch_.busy = false;
-    watch_.changed.notify_all();
     // Wait for this launch to end before watching the next.
-    watch_.awaiting_end = true;
-    watch_.changed.wait(lock, [&] { return !watch_.active || watch_.exit; });
-    watch_.awaiting_end = false;
+    watch_.awaiting_end.store(true);
+    watch_.busy.store(false);
+    watch_.changed.notify_all();
+    watch_.changed.wait(lock, [&] {
+      return !watch_.active.load() || watch_.launches.load() != launch || watch_.exit;
+    });
+    watch_.awaiting_end.store(false);
   }
 }
 
@@ -256,10 +262,18 @@ void Session::SettleCurrent() {
                                               it->second->impl->asynchronous()) {
     async = it->second->impl.get();
   }
+  if (async == nullptr && !deferred_ever_) {
+    // No seq was ever deferred, so no adapter thread publishes: this thread alone owns the
+    // fence state and needs no lock (the common case: synchronous adapters only).
+    executed_ = seq;
+    PublishFenceLocked();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(fence_mutex_);
     executed_ = seq;
     if (async != nullptr) {
+      deferred_ever_ = true;
       in_flight_.insert(seq);
     } else {
       PublishFenceLocked();

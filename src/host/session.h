@@ -156,17 +156,22 @@ class Session {
   };
   Status WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, LaunchRef launch);
   void WatchLoop();
+  // The session thread starts and ends launches without taking `mutex`: it and the watcher
+  // publish their flags seq_cst and then read the other's (Dekker), so either the session
+  // thread sees the watcher idle or busy and takes the lock to notify it, or the watcher sees
+  // the launch's new state itself.
   struct Watch {
     std::mutex mutex;
     std::condition_variable changed;
-    bool active = false;        // a launch is running
-    bool busy = false;          // the watcher is reading ahead
-    bool idle = false;          // the watcher sleeps until a launch starts
-    bool awaiting_end = false;  // the watcher waits for the watched launch to end
-    bool exit = false;
-    uint64_t launches = 0;
-    adapters::Context* ctx = nullptr;
-    uint64_t ctx_handle = 0;
+    std::atomic<bool> active{false};    // a launch is running
+    std::atomic<uint64_t> launches{0};  // launches started (session thread writes)
+    std::atomic<adapters::Context*> ctx{nullptr};  // the running launch's context
+    std::atomic<uint64_t> ctx_handle{0};
+    std::atomic<bool> busy{false};  // the watcher is reading ahead
+    std::atomic<bool> idle{false};  // the watcher sleeps until a launch starts
+    // The watcher waits for the watched launch to end (set before busy is cleared).
+    std::atomic<bool> awaiting_end{false};
+    bool exit = false;  // guarded by mutex
     std::thread thread;
   };
   Watch watch_;
@@ -216,6 +221,9 @@ class Session {
   std::set<uint64_t> in_flight_;  // guarded by fence_mutex_, as are the two below
   uint64_t executed_ = 0;
   uint64_t published_ = 0;
+  // Set (session thread, under fence_mutex_) when a seq is first deferred; until then only the
+  // session thread touches the three above and SettleCurrent takes no lock.
+  bool deferred_ever_ = false;
 
   const uint32_t id_;
   std::unique_ptr<transport::Endpoint> endpoint_;
