@@ -1,4 +1,4 @@
-// TLS 1.3 over a TCP connection (OpenSSL): contexts for the host (certificate and key) and the
+// TLS 1.3 over a TCP connection (OpenSSL 3, loaded on first use: openssl_api.h): contexts for the host (certificate and key) and the
 // guest (trust anchors), and handshakes bounded by a deadline that yield a ByteStream.
 #pragma once
 
@@ -13,6 +13,8 @@ struct ssl_ctx_st;
 
 namespace pvgpu::transport::internal {
 
+struct OpenSslApi;
+
 class TlsContext {
  public:
   // The host's context: its certificate chain (PEM, leaf first) and private key.
@@ -25,9 +27,11 @@ class TlsContext {
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
   ssl_ctx_st* get() const { return ctx_; }
+  const OpenSslApi& api() const { return *api_; }
 
  private:
-  explicit TlsContext(ssl_ctx_st* ctx) : ctx_(ctx) {}
+  TlsContext(const OpenSslApi* api, ssl_ctx_st* ctx) : api_(api), ctx_(ctx) {}
+  const OpenSslApi* api_;
   ssl_ctx_st* ctx_;
 };
 

@@ -55,6 +55,13 @@ TEST_F(LibcudaTest, ExportsEveryDeclaredFunction) {
   EXPECT_GT(count, 600);  // cuda.h 13 declares about 630 names with the legacy ones
 }
 
+// Guests in containers may have no OpenSSL: loading the library must not pull it in (TLS loads
+// it on first use). This test program links no OpenSSL itself.
+TEST_F(LibcudaTest, LoadsWithoutOpenSsl) {
+  EXPECT_EQ(dlopen("libssl.so.3", RTLD_NOW | RTLD_NOLOAD), nullptr);
+  EXPECT_EQ(dlopen("libcrypto.so.3", RTLD_NOW | RTLD_NOLOAD), nullptr);
+}
+
 // The cu* names in an ELF shared object's dynamic symbol table, read from the file (the
 // toolkit's link stub cannot be dlopen()ed beside ours: both are libcuda.so.1).
 std::set<std::string> DefinedCuSymbols(const std::string& path) {
