@@ -50,7 +50,7 @@ StatusOr<LatencyFigures> MeasureInprocess(const Counts& counts, Progress& progre
     }
     return Status::Ok();
   };
-  PVGPU_TRY(launches(10));  // wakes the executor's workers
+  PVGPU_TRY(launches(10));  // warms caches and the executor's per-thread buffers
   LatencyFigures out;
   PVGPU_ASSIGN_OR_RETURN(out.launch_async, BestMicros(counts.rounds, counts.launches, launches));
   // An adapter launch returns when the kernel is done: launch and launch+sync are one thing.
@@ -101,7 +101,7 @@ StatusOr<LatencyFigures> MeasureChannel(const Counts& counts, const std::string&
     }
     return Status::Ok();
   };
-  PVGPU_TRY(async_launches(10));  // wakes the host's session thread and workers
+  PVGPU_TRY(async_launches(10));  // wakes the host's session thread, warms its buffers
   LatencyFigures out;
   PVGPU_ASSIGN_OR_RETURN(out.launch_async,
                          BestMicros(counts.rounds, counts.launches, async_launches));
