@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "ptx/ptx.h"
 #include "ptx/test_util.h"
@@ -53,6 +55,36 @@ $L__BB0_2:
 }
 )";
 
+// `spin` waits until its word is non-zero, `release` sets it; both through atomics, since they
+// run on different threads.
+constexpr const char* kSpinRelease = R"(
+.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry spin(.param .u64 spin_param_0)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<2>;
+	.reg .b64 	%rd<3>;
+	ld.param.u64 	%rd1, [spin_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+$L__BB0_1:
+	atom.global.add.u32 	%r1, [%rd2], 0;
+	setp.eq.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_1;
+	ret;
+}
+.visible .entry release(.param .u64 release_param_0)
+{
+	.reg .b32 	%r<2>;
+	.reg .b64 	%rd<3>;
+	ld.param.u64 	%rd1, [release_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	atom.global.exch.b32 	%r1, [%rd2], 1;
+	ret;
+}
+)";
+
 TEST(ExecutorTest, Saxpy) {
   TestMemory mem;
   auto l = LoadInto(kSaxpy, mem);
@@ -91,6 +123,45 @@ TEST(ExecutorTest, SaxpyOutOfBoundsFaults) {
   EXPECT_EQ(s.code(), Code::kIllegalAddress) << s.ToString();
   EXPECT_NE(s.message().find("saxpy"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("ld.global.f32"), std::string::npos) << s.message();
+}
+
+// A one-block grid runs on its caller's thread when the workers are idle. One that never ends
+// by itself (here: until another launch releases it) must not keep other launches, one-block
+// or larger, from running; were it to, this test would hang.
+TEST(ExecutorTest, WaitingOneBlockKernelDoesNotBlockOtherLaunches) {
+  TestMemory mem;
+  auto l = LoadInto(kSpinRelease, mem);
+  ASSERT_TRUE(l.program) << l.error_log;
+  const KernelInfo* spin = l.program->FindKernel("spin");
+  const KernelInfo* release = l.program->FindKernel("release");
+  ASSERT_NE(spin, nullptr);
+  ASSERT_NE(release, nullptr);
+  const uint64_t flag = mem.Upload(std::vector<uint32_t>{0});
+  const uint64_t other = mem.Upload(std::vector<uint32_t>{0});
+  LaunchEnv env;
+  env.memory = &mem;
+  Status waited;
+  std::thread waiter([&] {
+    Params p(*spin);
+    p.Set(0, flag);
+    waited = SharedExecutor().Launch(*l.program, *spin, {{1, 1, 1}, {32, 1, 1}, 0}, p.span(), env);
+  });
+  // Not a condition to wait for: only a chance for the waiter to be running meanwhile.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Params p(*release);
+  p.Set(0, other);
+  for (int i = 0; i < 20; ++i) {
+    const Dim3 grid{i % 2 == 0 ? 1u : 4u, 1, 1};
+    Status s = SharedExecutor().Launch(*l.program, *release, {grid, {32, 1, 1}, 0}, p.span(), env);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  p.Set(0, flag);
+  Status s =
+      SharedExecutor().Launch(*l.program, *release, {{1, 1, 1}, {1, 1, 1}, 0}, p.span(), env);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  waiter.join();
+  EXPECT_TRUE(waited.ok()) << waited.ToString();
+  EXPECT_EQ(mem.Download<uint32_t>(other, 1)[0], 1u);
 }
 
 }  // namespace
