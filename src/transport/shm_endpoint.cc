@@ -124,7 +124,11 @@ Status ShmEndpoint::WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadl
   for (unsigned i = 0;; ++i) {
     if (ready()) return Status::Ok();
     if (peer_closed()) return PeerGone();
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= spin_end) break;
+    // Once yielding, the clock is read every time: a yield can hand the core to another
+    // process for a whole tick, and 64 of them could keep us off the doorbell for 256 ms.
+    if ((i >= kPauseSpins || (i & 63) == 63) && std::chrono::steady_clock::now() >= spin_end) {
+      break;
+    }
     if (i < kPauseSpins) {
       CpuRelax();
     } else {
