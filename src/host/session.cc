@@ -62,17 +62,21 @@ Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, LaunchRef 
 
 void Session::WatchLoop() {
   std::unique_lock<std::mutex> lock(watch_.mutex);
+  uint64_t seen = watch_.launches.load();
   while (!watch_.exit) {
-    if (!watch_.active.load()) {
+    if (!watch_.active.load() && watch_.launches.load() == seen) {
+      // No launch during a whole period: sleep until one starts. While launches keep coming
+      // (a launch + synchronize loop, say) the watcher stays on its timer instead, so that it
+      // costs one wake-up per period rather than one per launch.
       watch_.idle.store(true);
       watch_.changed.wait(lock, [&] { return watch_.active.load() || watch_.exit; });
       watch_.idle.store(false);
-      continue;
     }
     // A launch that is still the same one after a whole period has run for at least
     // kWatchAfter. Launches do not wake this wait (see WatchedLaunch), so a long kernel is
     // noticed between one and two periods after it started.
-    const uint64_t launch = watch_.launches.load();
+    seen = watch_.launches.load();
+    const uint64_t launch = seen;
     watch_.changed.wait_for(lock, kWatchAfter, [&] { return watch_.exit; });
     if (watch_.exit) break;
     if (!watch_.active.load() || watch_.launches.load() != launch) continue;

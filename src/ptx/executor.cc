@@ -24,6 +24,10 @@ void RunWarp(Warp& w);
 namespace {
 
 constexpr uint64_t kMaxLocalPerBlock = uint64_t{64} << 20;
+// A block runs on its caller's thread only when its registers, local and shared memory fit in
+// this: the caller keeps its buffers for the thread's life (a session's), and a guest must not
+// make every session thread hold what only the shared workers hold otherwise.
+constexpr uint64_t kMaxInlineScratch = uint64_t{1} << 20;
 
 struct Job {
   LaunchCtx* ctx = nullptr;
@@ -281,9 +285,11 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   Job job;
   job.ctx = &L;
   job.total = g.Count();
+  const uint64_t scratch = ((uint64_t{img->reg_bytes} + 63) & ~uint64_t{63}) * L.num_warps +
+                           uint64_t{img->local_bytes} * 32 * L.num_warps + L.shared_bytes;
   {
     std::unique_lock<std::mutex> lock(impl_->mu);
-    if (job.total == 1 && impl_->jobs.empty() &&
+    if (job.total == 1 && scratch <= kMaxInlineScratch && impl_->jobs.empty() &&
         impl_->inline_running < impl_->workers.size()) {
       ++impl_->inline_running;
       lock.unlock();
