@@ -126,3 +126,113 @@ StatusOr<std::string> ExtractPtx(std::span<const uint8_t> image, int max_sm) {
 }
 
 }  // namespace pvgpu::fatbin
+
+namespace pvgpu::fatbin {
+
+StatusOr<std::span<const uint8_t>> FatbinOfObject(std::span<const uint8_t> object) {
+  auto bad = [](const std::string& what) { return Error(Code::kInvalidImage, "object: " + what); };
+  constexpr size_t kElfHeaderSize = 64, kSectionHeaderSize = 64;
+  if (object.size() < kElfHeaderSize || std::memcmp(object.data(), "\x7f" "ELF", 4) != 0) {
+    return bad("not an ELF file");
+  }
+  if (object[4] != 2 || object[5] != 1) return bad("not a 64-bit little-endian ELF file");
+  const uint64_t shoff = Read<uint64_t>(object, 0x28);
+  const uint16_t shentsize = Read<uint16_t>(object, 0x3a);
+  const uint16_t shnum = Read<uint16_t>(object, 0x3c);
+  const uint16_t shstrndx = Read<uint16_t>(object, 0x3e);
+  if (shentsize != kSectionHeaderSize || shoff > object.size() ||
+      uint64_t{shnum} * kSectionHeaderSize > object.size() - shoff || shstrndx >= shnum) {
+    return bad("section table outside the file");
+  }
+  // A section's [offset, offset + size) within the file; empty when it lies outside.
+  auto section = [&](uint16_t index, uint32_t* name) -> std::span<const uint8_t> {
+    const size_t at = shoff + size_t{index} * kSectionHeaderSize;
+    *name = Read<uint32_t>(object, at);
+    const uint32_t type = Read<uint32_t>(object, at + 4);
+    const uint64_t offset = Read<uint64_t>(object, at + 0x18);
+    const uint64_t size = Read<uint64_t>(object, at + 0x20);
+    if (type == 8 /* SHT_NOBITS */ || offset > object.size() || size > object.size() - offset) {
+      return {};
+    }
+    return object.subspan(offset, size);
+  };
+  uint32_t unused = 0;
+  const std::span<const uint8_t> names = section(shstrndx, &unused);
+  std::span<const uint8_t> found;
+  int rank = 0;  // 2: __nv_relfatbin, 1: .nv_fatbin
+  for (uint16_t i = 0; i < shnum; ++i) {
+    uint32_t name_offset = 0;
+    const std::span<const uint8_t> contents = section(i, &name_offset);
+    if (name_offset >= names.size()) continue;
+    const char* start = reinterpret_cast<const char*>(names.data()) + name_offset;
+    const std::string_view name(start, strnlen(start, names.size() - name_offset));
+    const int this_rank = name == "__nv_relfatbin" ? 2 : name == ".nv_fatbin" ? 1 : 0;
+    if (this_rank > rank && LooksLikeFatbin(contents)) {
+      found = contents;
+      rank = this_rank;
+    }
+  }
+  if (rank == 0) return Error(Code::kNoBinaryForGpu, "object: no embedded device code");
+  return found;
+}
+
+}  // namespace pvgpu::fatbin
+
+namespace pvgpu::fatbin {
+
+StatusOr<std::vector<ArchiveMember>> ArchiveMembers(std::span<const uint8_t> archive) {
+  auto bad = [](const std::string& what) { return Error(Code::kInvalidImage, "archive: " + what); };
+  constexpr std::string_view kArchiveMagic = "!<arch>\n";
+  constexpr size_t kHeaderSize = 60;
+  if (archive.size() < kArchiveMagic.size() ||
+      std::memcmp(archive.data(), kArchiveMagic.data(), kArchiveMagic.size()) != 0) {
+    return bad("not an ar archive");
+  }
+  auto field = [&](size_t at, size_t length) {
+    std::string_view text(reinterpret_cast<const char*>(archive.data()) + at, length);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    return text;
+  };
+  std::vector<ArchiveMember> members;
+  std::string_view long_names;
+  size_t at = kArchiveMagic.size();
+  while (at < archive.size()) {
+    if (archive.size() - at < kHeaderSize) return bad("truncated member header");
+    if (archive[at + 58] != '`' || archive[at + 59] != '\n') return bad("bad member header");
+    const std::string_view size_text = field(at + 48, 10);
+    uint64_t size = 0;
+    for (char c : size_text) {
+      if (c < '0' || c > '9' || size > (uint64_t{1} << 40)) return bad("bad member size");
+      size = size * 10 + static_cast<uint64_t>(c - '0');
+    }
+    const size_t data_at = at + kHeaderSize;
+    if (size > archive.size() - data_at) return bad("member extends past the archive");
+    const std::span<const uint8_t> data = archive.subspan(data_at, size);
+    std::string_view name = field(at, 16);
+    if (name == "/" || name == "/SYM64/" || name == "__.SYMDEF" || name == "__.SYMDEF SORTED") {
+      // the symbol index
+    } else if (name == "//") {
+      long_names = {reinterpret_cast<const char*>(data.data()), data.size()};
+    } else {
+      std::string resolved;
+      if (name.size() > 1 && name[0] == '/') {
+        size_t offset = 0;
+        for (char c : name.substr(1)) {
+          if (c < '0' || c > '9' || offset > long_names.size()) return bad("bad long name");
+          offset = offset * 10 + static_cast<size_t>(c - '0');
+        }
+        if (offset >= long_names.size()) return bad("long name outside its table");
+        const std::string_view rest = long_names.substr(offset);
+        resolved = std::string(rest.substr(0, rest.find_first_of("/\n")));
+      } else {
+        if (!name.empty() && name.back() == '/') name.remove_suffix(1);
+        resolved = std::string(name);
+      }
+      members.push_back({std::move(resolved), data});
+    }
+    at = data_at + size + (size & 1);  // members start at even offsets
+  }
+  return members;
+}
+
+}  // namespace pvgpu::fatbin

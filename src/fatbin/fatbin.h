@@ -47,6 +47,21 @@ StatusOr<std::string> Contents(const Entry& entry);
 // has no such PTX (only SASS, or only PTX for newer GPUs), kInvalidImage when it is malformed.
 StatusOr<std::string> ExtractPtx(std::span<const uint8_t> image, int max_sm = 90);
 
+// The device code nvcc embeds in a host object (ELF64, little endian): the fatbin in its
+// `__nv_relfatbin` section (relocatable device code, nvcc -dc / -rdc=true), else its
+// `.nv_fatbin` section. A view into `object`; kInvalidImage when the object is malformed,
+// kNoBinaryForGpu when it carries no device code.
+StatusOr<std::span<const uint8_t>> FatbinOfObject(std::span<const uint8_t> object);
+
+// The members of an ar archive (a static library, `!<arch>` format as GNU ar and nvcc -lib
+// write it), in order, without the symbol tables; names resolved through the GNU long-name
+// table. Views into `archive`; kInvalidImage when it is malformed.
+struct ArchiveMember {
+  std::string name;
+  std::span<const uint8_t> data;
+};
+StatusOr<std::vector<ArchiveMember>> ArchiveMembers(std::span<const uint8_t> archive);
+
 // True when `image` starts like a fatbin container.
 bool LooksLikeFatbin(std::span<const uint8_t> image);
 

@@ -31,6 +31,66 @@ void ExpectScalePtx(const StatusOr<std::string>& ptx, const std::string& target)
   EXPECT_EQ(ptx->find('\0'), std::string::npos);
 }
 
+// A host object with relocatable device code (nvcc -dc), built beside the fatbins.
+Bytes LoadObject() {
+  std::ifstream in(std::string(PVGPU_FATBIN_TESTDATA) + "/scale_rdc.o", std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(ObjectTest, FindsTheRelocatableFatbin) {
+  const Bytes object = LoadObject();
+  if (object.empty()) GTEST_SKIP() << "scale_rdc.o not built (no nvcc)";
+  auto fatbin = FatbinOfObject(object);
+  ASSERT_TRUE(fatbin.ok()) << fatbin.status().ToString();
+  ExpectScalePtx(ExtractPtx(*fatbin), "sm_75");
+}
+
+TEST(ObjectTest, RejectsMalformedObjects) {
+  const Bytes object = LoadObject();
+  if (object.empty()) GTEST_SKIP() << "scale_rdc.o not built (no nvcc)";
+  EXPECT_EQ(FatbinOfObject(Bytes(10, 0)).status().code(), Code::kInvalidImage);
+  // Every truncation fails cleanly (or, where the fatbin's section survives, still finds it).
+  for (size_t n = 0; n < object.size(); n += 7) {
+    auto fatbin = FatbinOfObject(std::span(object).first(n));
+    if (fatbin.ok()) EXPECT_TRUE(LooksLikeFatbin(*fatbin));
+  }
+  // A section table pointing past the end.
+  Bytes bad = object;
+  const uint64_t far = uint64_t{1} << 40;
+  std::memcpy(bad.data() + 0x28, &far, sizeof(far));
+  EXPECT_EQ(FatbinOfObject(bad).status().code(), Code::kInvalidImage);
+  // An object without device code (the test's own kind of ELF: no fatbin section).
+  Bytes stripped = object;
+  for (size_t i = 0; i + 14 <= stripped.size(); ++i) {
+    if (std::memcmp(stripped.data() + i, "__nv_relfatbin", 14) == 0) stripped[i] = 'X';
+    if (i + 10 <= stripped.size() && std::memcmp(stripped.data() + i, ".nv_fatbin", 10) == 0) {
+      stripped[i] = 'X';
+    }
+  }
+  EXPECT_EQ(FatbinOfObject(stripped).status().code(), Code::kNoBinaryForGpu);
+}
+
+TEST(ArchiveTest, ListsMembersWithTheirNames) {
+  const Bytes object = LoadObject();
+  std::ifstream in(std::string(PVGPU_FATBIN_TESTDATA) + "/scale_rdc.a", std::ios::binary);
+  const Bytes archive(std::istreambuf_iterator<char>(in), {});
+  if (object.empty() || archive.empty()) GTEST_SKIP() << "test archive not built (no nvcc)";
+  auto members = ArchiveMembers(archive);
+  ASSERT_TRUE(members.ok()) << members.status().ToString();
+  ASSERT_EQ(members->size(), 2u);
+  EXPECT_EQ((*members)[0].name, "scale_rdc.o");
+  EXPECT_EQ((*members)[1].name, "a_member_with_a_long_name.o");
+  for (const auto& member : *members) {
+    EXPECT_TRUE(Bytes(member.data.begin(), member.data.end()) == object) << member.name;
+  }
+  EXPECT_EQ(ArchiveMembers(object).status().code(), Code::kInvalidImage);
+  for (size_t n = 8; n < archive.size(); n += 13) {
+    // A cut inside a member fails; one at a member's end is a shorter, valid archive.
+    auto cut = ArchiveMembers(std::span(archive).first(n));
+    if (cut.ok()) EXPECT_LT(cut->size(), 2u) << "a prefix of " << n << " bytes";
+  }
+}
+
 class CompressModeTest : public testing::TestWithParam<const char*> {};
 
 TEST_P(CompressModeTest, ExtractsPtx) {

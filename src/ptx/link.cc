@@ -204,6 +204,49 @@ class Linker {
   std::set<std::string> external_names_;
 };
 
+// Which modules join the link: every one not marked only_if_needed, then, until nothing
+// changes, each library member that defines an external some linked module declares and no
+// linked module defines.
+std::vector<bool> SelectModules(std::span<const LinkSource> sources,
+                                const std::vector<ast::Module>& modules) {
+  std::vector<std::set<std::string>> defines(modules.size()), declares(modules.size());
+  for (size_t k = 0; k < modules.size(); ++k) {
+    for (const auto& g : modules[k].globals) {
+      if (g.is_extern) declares[k].insert(g.name);
+      else if (g.is_visible) defines[k].insert(g.name);
+    }
+    for (const auto& f : modules[k].functions) {
+      if (!Defines(f) && f.is_extern) declares[k].insert(f.name);
+      else if (Defines(f) && f.is_visible) defines[k].insert(f.name);
+    }
+  }
+  std::vector<bool> linked(modules.size());
+  for (size_t k = 0; k < modules.size(); ++k) linked[k] = !sources[k].only_if_needed;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<std::string> defined, needed;
+    for (size_t k = 0; k < modules.size(); ++k) {
+      if (!linked[k]) continue;
+      defined.insert(defines[k].begin(), defines[k].end());
+      needed.insert(declares[k].begin(), declares[k].end());
+    }
+    for (size_t k = 0; k < modules.size(); ++k) {
+      if (linked[k]) continue;
+      for (const auto& name : defines[k]) {
+        if (needed.count(name) != 0 && defined.count(name) == 0) {
+          linked[k] = true;
+          changed = true;
+          // What it brings counts at once: a later member defining the same is not needed.
+          defined.insert(defines[k].begin(), defines[k].end());
+          needed.insert(declares[k].begin(), declares[k].end());
+          break;
+        }
+      }
+    }
+  }
+  return linked;
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkSource> sources,
@@ -223,14 +266,23 @@ StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkS
       return fail(Error(parsed.status().code(),
                         "input " + source.name + ": " + parsed.status().message()));
     }
-    linker.NoteExternal(*parsed);
     modules.push_back(std::move(parsed).value());
   }
+  const std::vector<bool> linked = SelectModules(sources, modules);
   for (size_t k = 0; k < modules.size(); ++k) {
+    if (linked[k]) linker.NoteExternal(modules[k]);
+  }
+  size_t count = 0;
+  for (size_t k = 0; k < modules.size(); ++k) {
+    if (!linked[k]) continue;
+    ++count;
     if (Status s = linker.Add(k, std::move(modules[k])); !s.ok()) return fail(s);
   }
   if (Status s = linker.CheckResolved(); !s.ok()) return fail(s);
-  if (info_log) *info_log += "pvgpu ptx: linked " + std::to_string(sources.size()) + " modules\n";
+  if (info_log) {
+    *info_log += "pvgpu ptx: linked " + std::to_string(count) + " of " +
+                 std::to_string(sources.size()) + " modules\n";
+  }
   return BuildProgram(linker.merged(), error_log, info_log);
 }
 

@@ -177,6 +177,25 @@ TEST(LinkTest, ParseErrorsNameTheirInput) {
   EXPECT_NE(l.loaded.error_log.find("line 4"), std::string::npos) << l.loaded.error_log;
 }
 
+TEST(LinkTest, LibraryMembersJoinOnlyWhenNeeded) {
+  // A member that defines what main needs joins; one that defines nothing needed (and would
+  // clash with main's `run` kernel) stays out; so does a duplicate of a member already in.
+  const std::string unrelated = std::string(kHeader) + ".visible .entry run()\n{\n  ret;\n}\n";
+  std::vector<LinkSource> sources = {{"main.ptx", kMain},
+                                     {"lib.a(unrelated.o)", unrelated, true},
+                                     {"lib.a(lib.o)", kLibrary, true},
+                                     {"lib.a(again.o)", kLibrary, true}};
+  TestMemory mem;
+  std::string log, info;
+  auto program = LoadLinkedProgram(sources, &log, &info);
+  Status status;
+  auto l = PlaceInto(std::move(program), log, mem, &status);
+  ASSERT_TRUE(status.ok()) << status.ToString() << "\n" << log;
+  EXPECT_NE(info.find("linked 2 of 4 modules"), std::string::npos) << info;
+  auto out = RunKernel(mem, l, 8);
+  for (uint32_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], 3 * i + 1000 + 7) << i;
+}
+
 TEST(LinkTest, OneInputIsAPlainLoad) {
   TestMemory mem;
   auto l = Link(mem, {{"lib.ptx", kLibrary}});

@@ -93,6 +93,9 @@ StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text,
 struct LinkSource {
   std::string name;
   std::string_view text;
+  // A static library's member: linked only when it defines something the link still needs,
+  // as a linker treats archive members.
+  bool only_if_needed = false;
 };
 
 // Links several PTX modules into one program, as the CUDA linker links relocatable device code:
@@ -100,6 +103,8 @@ struct LinkSource {
 // `.common`) definition yields to a strong one, two strong definitions of one visible name are
 // an error naming both modules, and each module's own (non-.visible) symbols stay private to it
 // even when another module uses the same name. Errors name the module they come from.
+// Members of static libraries (LinkSource::only_if_needed) join the link when they define an
+// external the linked modules use and nothing linked defines.
 StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkSource> sources,
                                                            std::string* error_log = nullptr,
                                                            std::string* info_log = nullptr);

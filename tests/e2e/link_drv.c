@@ -94,6 +94,28 @@ int main(void) {
   CHECK(cuModuleUnload(module));
   free(copy);
 
+  /* The same device code from a host object (nvcc -dc), and from a static library whose other
+   * member the link does not need. */
+  {
+    const CUjitInputType types[] = {CU_JIT_INPUT_OBJECT, CU_JIT_INPUT_LIBRARY};
+    const char* files[] = {"link_lib.o", "link_lib.a"};
+    for (int i = 0; i < 2; ++i) {
+      info_log[0] = '\0';
+      CHECK(cuLinkCreate(4, options, values, &link));
+      CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, main_ptx, strlen(main_ptx) + 1, "main.ptx", 0,
+                          NULL, NULL));
+      CHECK(cuLinkAddFile(link, types[i], ExeDirFile(files[i], path, sizeof(path)), 0, NULL,
+                          NULL));
+      CHECK(cuLinkComplete(link, &image, &image_size));
+      if (i == 1) EXPECT_TRUE(strstr(info_log, "linked 2 of 3 modules") != NULL);
+      CHECK(cuModuleLoadData(&module, image));
+      CHECK(cuModuleGetFunction(&kernel, module, "linked_kernel"));
+      Launch(kernel, d_out);
+      CHECK(cuModuleUnload(module));
+      CHECK(cuLinkDestroy(link));
+    }
+  }
+
   /* An undefined symbol fails cuLinkComplete, and the error log names it. */
   CUjit_option log_options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* log_values[] = {error_log, (void*)(uintptr_t)sizeof(error_log)};

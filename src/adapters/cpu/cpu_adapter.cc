@@ -1,5 +1,7 @@
 #include "adapters/cpu/cpu_adapter.h"
 
+#include "adapters/link_inputs.h"
+
 #include <cstring>
 #include <limits>
 
@@ -67,42 +69,9 @@ StatusOr<std::shared_ptr<const ptx::Program>> LoadLinked(std::span<const uint8_t
                                                          std::string* error_log,
                                                          std::string* info_log) {
   PVGPU_ASSIGN_OR_RETURN(auto inputs, protocol::DecodeLinkImage(image));
-  std::vector<std::string> texts;
-  std::vector<ptx::LinkSource> sources;
-  texts.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const protocol::LinkInput& input = inputs[i];
-    std::string name = "#" + std::to_string(i + 1);
-    if (!input.name.empty()) name += " (" + std::string(input.name) + ")";
-    const std::span<const uint8_t> data(reinterpret_cast<const uint8_t*>(input.data.data()),
-                                        input.data.size());
-    StatusOr<std::string> text = Error(Code::kNotSupported, "");
-    switch (input.type) {
-      case protocol::LinkInputType::kPtx: text = PtxOf(ImageKind::kPtx, data); break;
-      case protocol::LinkInputType::kFatbin: text = PtxOf(ImageKind::kFatbin, data); break;
-      case protocol::LinkInputType::kCubin: text = PtxOf(ImageKind::kCubin, data); break;
-      case protocol::LinkInputType::kNvvm:
-        text = Error(Code::kNotSupported,
-                     "LTO-IR needs NVIDIA's link-time optimizer; the cpu adapter links PTX "
-                     "(compile without -dlto / LTO)");
-        break;
-      case protocol::LinkInputType::kObject:
-      case protocol::LinkInputType::kLibrary:
-        text = Error(Code::kNotSupported,
-                     std::string("the cpu adapter links PTX and fatbinaries; add the device "
-                                 "code of this ") +
-                         protocol::LinkInputTypeName(input.type) + " as PTX or a fatbinary");
-        break;
-    }
-    if (!text.ok()) {
-      return Error(text.status().code(), "input " + name + ", " +
-                                             protocol::LinkInputTypeName(input.type) + ": " +
-                                             text.status().message());
-    }
-    texts.push_back(std::move(text).value());
-    sources.push_back({std::move(name), texts.back()});
-  }
-  return ptx::LoadLinkedProgram(sources, error_log, info_log);
+  PVGPU_ASSIGN_OR_RETURN(PtxLinkSources ptx,
+                         PtxOfLinkInputs(inputs, std::numeric_limits<int>::max()));
+  return ptx::LoadLinkedProgram(ptx.sources, error_log, info_log);
 }
 
 StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(ImageKind kind,

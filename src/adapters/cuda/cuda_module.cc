@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "adapters/cuda/cuda_context.h"
+#include "adapters/link_inputs.h"
 #include "common/log.h"
 #include "fatbin/fatbin.h"
 #include "protocol/link_image.h"
@@ -206,25 +207,17 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
     if (auto extracted = fatbin::ExtractPtx(image, compute_capability); extracted.ok()) {
       texts.push_back(std::move(*extracted));
     }
-  } else if (kind == ImageKind::kLinked) {
-    for (const auto& input : link_inputs) {
-      StatusOr<std::string> text = Error(Code::kNotFound, "no PTX");
-      if (input.type == protocol::LinkInputType::kPtx) {
-        text = std::string(input.data.substr(0, input.data.find('\0')));
-      } else if (input.type == protocol::LinkInputType::kFatbin) {
-        text = fatbin::ExtractPtx(
-            {reinterpret_cast<const uint8_t*>(input.data.data()), input.data.size()},
-            compute_capability);
-      }
-      if (!text.ok()) {
-        texts.clear();  // an input without PTX: describe with the driver alone
-        break;
-      }
-      texts.push_back(std::move(text).value());
-    }
   }
   std::vector<ptx::LinkSource> sources;
   for (size_t i = 0; i < texts.size(); ++i) sources.push_back({"#" + std::to_string(i), texts[i]});
+  PtxLinkSources linked;
+  if (kind == ImageKind::kLinked) {
+    // Every input's PTX, when each has some; else the driver's description alone.
+    if (auto got = PtxOfLinkInputs(link_inputs, compute_capability); got.ok()) {
+      linked = std::move(got).value();
+      sources = linked.sources;
+    }
+  }
   std::shared_ptr<const ptx::Program> program;
   if (!sources.empty()) {
     auto parsed = ptx::LoadLinkedProgram(sources);
