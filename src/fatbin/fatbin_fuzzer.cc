@@ -1,5 +1,7 @@
-// libFuzzer target for the fatbin parser: the bytes a guest sends with a kFatbin module load.
-// Seeds: tests/fuzz/fatbin/ (small nvcc-generated fatbins: stored, LZ4, zstd, PTX + SASS).
+// libFuzzer target for the fatbin parser: the bytes a guest sends with a kFatbin module load,
+// and as link inputs: host objects with embedded device code and static libraries.
+// Seeds: tests/fuzz/fatbin/ (small nvcc-generated fatbins: stored, LZ4, zstd, PTX + SASS; an
+// nvcc -dc object and an ar archive of it).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -13,5 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& entry : *entries) (void)pvgpu::fatbin::Contents(entry);
   }
   (void)pvgpu::fatbin::ExtractPtx(image, 90);
+  if (auto fatbin = pvgpu::fatbin::FatbinOfObject(image); fatbin.ok()) {
+    (void)pvgpu::fatbin::ExtractPtx(*fatbin, 90);
+  }
+  if (auto members = pvgpu::fatbin::ArchiveMembers(image); members.ok()) {
+    for (const auto& member : *members) (void)pvgpu::fatbin::FatbinOfObject(member.data);
+  }
   return 0;
 }

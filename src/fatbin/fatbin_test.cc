@@ -260,7 +260,18 @@ TEST(FatbinTest, SeedCorpusParses) {
   for (const auto& file : std::filesystem::directory_iterator(PVGPU_FATBIN_SEEDS)) {
     std::ifstream in(file.path(), std::ios::binary);
     const Bytes image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_TRUE(Parse(image).ok()) << file.path();
+    const std::string ext = file.path().extension();
+    if (ext == ".o") {  // a host object: its embedded device code
+      auto fatbin = FatbinOfObject(image);
+      ASSERT_TRUE(fatbin.ok()) << file.path();
+      EXPECT_TRUE(Parse(*fatbin).ok()) << file.path();
+    } else if (ext == ".a") {  // a static library of such objects
+      auto members = ArchiveMembers(image);
+      ASSERT_TRUE(members.ok()) << file.path();
+      for (const auto& member : *members) EXPECT_TRUE(FatbinOfObject(member.data).ok());
+    } else {
+      EXPECT_TRUE(Parse(image).ok()) << file.path();
+    }
     ++seeds;
   }
   EXPECT_GE(seeds, 3);
