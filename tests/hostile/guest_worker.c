@@ -132,6 +132,10 @@ static int Churn(void) {
   enum { kWords = PVGPU_HOSTILE_CHURN_WORDS };
   unsigned int* x = malloc(kWords * 4u);
   unsigned int* y = malloc(kWords * 4u);
+  /* Held for the guest's whole life, so that it holds device memory at every moment of the
+   * loop, also between one round's frees and the next round's allocations. */
+  CUdeviceptr anchor;
+  CHECK(cuMemAlloc(&anchor, 1 << 16));
   for (unsigned int round = 0;; ++round) {
     const double start = NowMs();
     CUresult r = Round(kWords, round, x, y);
