@@ -6,8 +6,8 @@
 // (every occurrence of the identifier, so the module's meaning is unchanged) to a name no PTX
 // source can spell.
 #include <charconv>
-#include <type_traits>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 
 #include "ptx/parser.h"
@@ -27,7 +27,8 @@ struct Symbol {
 
 bool Defines(const ast::Function& f) { return f.has_body && !f.is_extern; }
 bool Defines(const ast::VarDecl& v) { return !v.is_extern; }
-bool External(const ast::Function& f) { return f.is_visible || f.is_extern; }
+// Kernels are reachable from the host by name whatever their linkage, so they are never private.
+bool External(const ast::Function& f) { return f.is_visible || f.is_extern || f.is_entry; }
 bool External(const ast::VarDecl& v) { return v.is_visible || v.is_extern; }
 
 // (major, minor) of a ".version" string; {0, 0} when unreadable.
@@ -136,7 +137,7 @@ class Linker {
         return;
       }
       if (taken_.count(name) != 0 || ExternalElsewhere(name)) {
-        renames[name] = name + "$pvgpu_link" + std::to_string(k);
+        renames[name] = name + "@input" + std::to_string(k + 1);  // no PTX identifier has an @
       }
       taken_.insert(renames.count(name) ? renames[name] : name);
     };
