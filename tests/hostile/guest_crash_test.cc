@@ -67,8 +67,9 @@ TEST(GuestCrashTest, KilledRawGuestWithPinnedRegionsAndModules) {
   {
     GuestProcess victim(daemon.address(),
                         {PVGPU_HOSTILE_WORKER, "quota", PVGPU_HOSTILE_PTX, PVGPU_HOSTILE_BIG_PTX,
-                         "268435456"});
-    // "filled" comes once the guest has allocated up to its quota of 256 MiB.
+                         "268435456", "hold"});
+    // "filled" comes once the guest has allocated up to its quota of 256 MiB; with "hold" it
+    // then waits (holding it all) until it is killed.
     std::string line;
     do {
       line = victim.ReadLine();

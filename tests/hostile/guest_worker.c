@@ -8,8 +8,10 @@
  *   guest_worker churn PTX          big copies and launches in a tight loop, forever; prints
  *                                   "running" once, and on the first error
  *                                   "error CODE MILLISECONDS" (how long the failing call took)
- *   guest_worker quota PTX BIG QUOTA  every allocating call against a session quota of QUOTA
- *                                   bytes; prints "check NAME RESULT" lines, then "done"
+ *   guest_worker quota PTX BIG QUOTA [hold]
+ *                                   every allocating call against a session quota of QUOTA
+ *                                   bytes; prints "check NAME RESULT" lines, then "done"; with
+ *                                   "hold", waits for a line on stdin once the quota is filled
  *   guest_worker kernel PTX KIND    launches a misbehaving kernel (fault, trap, assert, hang);
  *                                   prints "result CODE" ("launched" first for hang, then waits
  *                                   for "destroy" on stdin and prints "destroyed CODE") */
@@ -158,7 +160,7 @@ static void Report(const char* name, CUresult result) {
   fflush(stdout);
 }
 
-static int Quota(const char* big_ptx_path, unsigned long long quota) {
+static int Quota(const char* big_ptx_path, unsigned long long quota, int hold) {
   size_t free_bytes = 0, total_bytes = 0;
   CHECK(cuMemGetInfo(&free_bytes, &total_bytes));
   printf("meminfo %zu %zu\n", free_bytes, total_bytes);
@@ -173,6 +175,12 @@ static int Quota(const char* big_ptx_path, unsigned long long quota) {
     ++count;
   }
   printf("filled %zu %d\n", held, (int)r);
+  fflush(stdout);
+  if (hold) {
+    /* Holds the whole quota until told to go on (or killed). */
+    char line[64];
+    if (fgets(line, sizeof(line), stdin) == NULL) return 0;
+  }
   Report("alloc_when_full", r);
   size_t pitch = 0;
   Report("alloc_pitch_when_full", cuMemAllocPitch(&p, &pitch, 1 << 20, 4, 4));
@@ -233,7 +241,9 @@ int main(int argc, char** argv) {
   Setup(argv[2]);
   if (strcmp(argv[1], "serve") == 0) return Serve();
   if (strcmp(argv[1], "churn") == 0) return Churn();
-  if (strcmp(argv[1], "quota") == 0 && argc == 5) return Quota(argv[3], strtoull(argv[4], 0, 0));
+  if (strcmp(argv[1], "quota") == 0 && (argc == 5 || (argc == 6 && strcmp(argv[5], "hold") == 0))) {
+    return Quota(argv[3], strtoull(argv[4], 0, 0), argc == 6);
+  }
   if (strcmp(argv[1], "kernel") == 0 && argc == 4) return Kernel(argv[3]);
   fprintf(stderr, "guest_worker: bad arguments\n");
   return 64;

@@ -20,7 +20,7 @@ TEST(QuotaTest, NoAllocatingCallExceedsTheQuota) {
   Daemon daemon({"--quota", "32M"});
   GuestProcess guest(daemon.address(),
                      {PVGPU_HOSTILE_WORKER, "quota", PVGPU_HOSTILE_PTX, PVGPU_HOSTILE_BIG_PTX,
-                      std::to_string(kQuota)});
+                      std::to_string(kQuota), "hold"});
   std::map<std::string, int> checks;
   uint64_t total = 0, filled = 0;
   uint64_t peak_session_bytes = 0;
@@ -35,11 +35,13 @@ TEST(QuotaTest, NoAllocatingCallExceedsTheQuota) {
     } else if (word == "filled") {
       fields >> filled;
       // The guest holds as much as it could get: the host's own count must be within quota.
+      // (It waits, holding all of it, until told to go on.)
       const nlohmann::json status = daemon.Status();
       for (const auto& session : status["sessions"]) {
         peak_session_bytes =
             std::max<uint64_t>(peak_session_bytes, session["memory_used"].get<uint64_t>());
       }
+      guest.WriteLine("go");
     } else if (word == "check") {
       std::string name;
       int result = -1;
@@ -55,6 +57,7 @@ TEST(QuotaTest, NoAllocatingCallExceedsTheQuota) {
   EXPECT_GT(filled, kQuota / 2);
   EXPECT_LE(filled, kQuota);
   EXPECT_LE(peak_session_bytes, kQuota);
+  EXPECT_GE(peak_session_bytes, filled) << "the host counts what the guest holds";
   const int oom = CUDA_ERROR_OUT_OF_MEMORY;
   EXPECT_EQ(checks["alloc_over_quota"], oom);
   EXPECT_EQ(checks["alloc_when_full"], oom);
