@@ -322,7 +322,20 @@ bool Session::ValidStream(ContextState& ctx, uint64_t stream) {
   return false;
 }
 
+void Session::PublishErrorCount() {
+  bool asynchronous = false;
+  for (const auto& [handle, ctx] : contexts_) {
+    if (ctx->impl && ctx->impl->asynchronous()) asynchronous = true;
+  }
+  endpoint_->PublishErrorCount(asynchronous ? transport::Endpoint::kErrorCountUnknown
+                                            : faults_recorded_);
+}
+
 void Session::RecordFault(ContextState& ctx, const Status& status, const char* what) {
+  // Counted before the fence covering this message is published (SettleCurrent), so a guest
+  // that sees the fence also sees that something went wrong.
+  ++faults_recorded_;
+  PublishErrorCount();
   if (IsStickyError(status.code())) {
     if (ctx.sticky == Code::kOk) ctx.sticky = status.code();
     PVGPU_INFO("session " << id_ << ": " << what << " faulted, context is now unusable: "

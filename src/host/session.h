@@ -192,6 +192,10 @@ class Session {
   // First error to report for work in `ctx`: the sticky fault, else kOk.
   static Code Sticky(const ContextState& ctx) { return ctx.sticky; }
   void RecordFault(ContextState& ctx, const Status& status, const char* what);
+  // Publishes how many faults were recorded (transport::Endpoint::PublishErrorCount), or that
+  // the count cannot be vouched for while an asynchronous adapter's context exists.
+  void PublishErrorCount();
+  uint64_t faults_recorded_ = 0;
   void DestroyContext(ContextState& ctx);
   uint64_t UsedBytes() const;
 

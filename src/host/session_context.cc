@@ -98,6 +98,7 @@ Code Session::Execute(const CtxCreateRequest& request, std::span<const uint8_t>)
   state->impl = std::move(impl).value();
   std::lock_guard<std::mutex> lock(mutex_);
   contexts_[request.ctx] = std::move(state);
+  PublishErrorCount();  // an asynchronous adapter's context: synchronization must ask
   return Code::kOk;
 }
 
@@ -107,6 +108,7 @@ Code Session::Execute(const CtxDestroyRequest& request, std::span<const uint8_t>
   std::lock_guard<std::mutex> lock(mutex_);
   DestroyContext(*ctx);
   contexts_.erase(request.ctx);
+  PublishErrorCount();
   return Code::kOk;
 }
 

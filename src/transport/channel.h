@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -66,6 +67,14 @@ class Endpoint {
   virtual void PublishFence(uint64_t value) = 0;                      // host side
   virtual uint64_t ReadFence() const = 0;                             // guest side
   virtual Status WaitFence(uint64_t value, int timeout_ms = -1) = 0;  // guest side
+  // How many errors the host has recorded for the session's work, published before the fence
+  // that covers the work (host side), or kErrorCountUnknown when the host cannot vouch for them
+  // without being asked (asynchronous adapters collect faults only when synchronized). With it
+  // a guest synchronizing finished work can skip the round trip when the count has not moved.
+  // Channels without shared memory do not carry it: ReadErrorCount is then nullopt.
+  static constexpr uint64_t kErrorCountUnknown = ~uint64_t{0};
+  virtual void PublishErrorCount(uint64_t /*count*/) {}                  // host side
+  virtual std::optional<uint64_t> ReadErrorCount() const { return std::nullopt; }  // guest side
 
   // Passes a file descriptor (a memfd for pinned host memory) to the peer, in order with
   // other SendFd calls. Not every channel kind supports it (kNotSupported).

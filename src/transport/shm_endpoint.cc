@@ -222,6 +222,17 @@ uint64_t ShmEndpoint::ReadFence() const {
   return Word(header_->fence).load(std::memory_order_seq_cst);  // see WaitUntil
 }
 
+void ShmEndpoint::PublishErrorCount(uint64_t count) {
+  if (side_ != Side::kHost || !Unusable().ok()) return;
+  // Stored before the fence that covers the work which recorded the errors (seq_cst, as the
+  // fence is), so a guest that sees the fence sees the count too.
+  Word(header_->errors).store(count, std::memory_order_seq_cst);
+}
+
+std::optional<uint64_t> ShmEndpoint::ReadErrorCount() const {
+  return Word(header_->errors).load(std::memory_order_seq_cst);
+}
+
 Status ShmEndpoint::WaitFence(uint64_t value, int timeout_ms) {
   if (side_ != Side::kGuest) return Error(Code::kNotSupported, "WaitFence on the host side");
   PVGPU_TRY(Unusable());

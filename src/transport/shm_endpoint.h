@@ -43,6 +43,8 @@ class ShmEndpoint final : public Endpoint {
   void PublishFence(uint64_t value) override;
   uint64_t ReadFence() const override;
   Status WaitFence(uint64_t value, int timeout_ms) override;
+  void PublishErrorCount(uint64_t count) override;
+  std::optional<uint64_t> ReadErrorCount() const override;
   Status SendFd(int fd) override;
   StatusOr<int> ReceiveFd(int timeout_ms) override;
   void Close() override;

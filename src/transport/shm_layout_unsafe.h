@@ -3,7 +3,7 @@
 // peer can write; everything read from here is validated before use.
 //
 // memfd layout (all offsets fixed, sizes from the set-up record, checked against fstat):
-//   [0, 4096)                        ShmHeader: ring indices, fence, waiter flags
+//   [0, 4096)                        ShmHeader: ring indices, fence, waiter flags, error count
 //   [4096, 4096 + g2h)               guest -> host ring data
 //   [4096 + g2h, 4096 + g2h + h2g)   host -> guest ring data
 #pragma once
@@ -42,10 +42,12 @@ struct ShmHeader {
   SharedWord fence;     // written by the host
   WaiterFlags guest;    // written by the guest
   WaiterFlags host;     // written by the host
+  SharedWord errors;    // written by the host: Endpoint::PublishErrorCount
 };
 static_assert(sizeof(ShmHeader) <= kHeaderBytes);
 static_assert(sizeof(SharedWord) == 64 && sizeof(WaiterFlags) == 64);
-static_assert(offsetof(ShmHeader, fence) == 256 && offsetof(ShmHeader, host) == 384);
+static_assert(offsetof(ShmHeader, fence) == 256 && offsetof(ShmHeader, host) == 384 &&
+              offsetof(ShmHeader, errors) == 448);
 
 // Guest -> host over the socket, with SCM_RIGHTS {memfd, doorbell to host, doorbell to guest}.
 struct SetupRequest {

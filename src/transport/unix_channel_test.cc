@@ -114,6 +114,16 @@ TEST_F(UnixChannelTest, SleepingReceiverIsWokenByTheDoorbell) {
   late.join();
 }
 
+TEST_F(UnixChannelTest, ErrorCountIsSharedAndOnlyTheHostPublishesIt) {
+  EXPECT_EQ(c_.guest->ReadErrorCount(), std::optional<uint64_t>(0));
+  c_.host->PublishErrorCount(3);
+  EXPECT_EQ(c_.guest->ReadErrorCount(), std::optional<uint64_t>(3));
+  c_.guest->PublishErrorCount(9);  // the guest cannot vouch for the host's faults
+  EXPECT_EQ(c_.guest->ReadErrorCount(), std::optional<uint64_t>(3));
+  c_.host->PublishErrorCount(Endpoint::kErrorCountUnknown);
+  EXPECT_EQ(c_.guest->ReadErrorCount(), std::optional<uint64_t>(Endpoint::kErrorCountUnknown));
+}
+
 TEST_F(UnixChannelTest, FencePublishReadWait) {
   EXPECT_EQ(c_.guest->ReadFence(), 0u);
   c_.host->PublishFence(5);

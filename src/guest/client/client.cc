@@ -1,5 +1,7 @@
 #include "guest/client/client.h"
 
+#include <sched.h>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -247,6 +249,26 @@ Code Client::CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags
 
 bool Client::Done(uint64_t seq) const {
   return endpoint_ != nullptr && endpoint_->ReadFence() >= seq;
+}
+
+bool Client::SpinUntilDone(uint64_t seq, std::chrono::microseconds window) const {
+  const auto end = std::chrono::steady_clock::now() + window;
+  for (unsigned i = 0;; ++i) {
+    if (Done(seq)) return true;
+    if (broken_.load() || std::chrono::steady_clock::now() >= end) return false;
+    if (i < 16) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+std::optional<uint64_t> Client::FaultCount() const {
+  if (endpoint_ == nullptr) return std::nullopt;
+  return endpoint_->ReadErrorCount();
 }
 
 Code Client::WaitDone(uint64_t seq) {

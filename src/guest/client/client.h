@@ -8,10 +8,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -73,6 +75,12 @@ class Client {
   bool Done(uint64_t seq) const;
   // Waits until Done(seq); kDeviceUnavailable if the host goes away meanwhile.
   Code WaitDone(uint64_t seq);
+  // Spins (pausing, then yielding, as the channel's own waits do) for up to `window` until
+  // Done(seq); never sleeps on the doorbell. For waits that are probably short.
+  bool SpinUntilDone(uint64_t seq, std::chrono::microseconds window) const;
+  // The host's count of recorded faults (transport::Endpoint::ReadErrorCount): nullopt where
+  // the channel does not carry it, kErrorCountUnknown where the host cannot vouch for it.
+  std::optional<uint64_t> FaultCount() const;
   // The seq of the last message sent.
   uint64_t last_seq() const { return last_seq_.load(std::memory_order_acquire); }
 

@@ -205,9 +205,17 @@ CUresult CUDAAPI cuCtxSynchronize() {
   CUctx_st* ctx = nullptr;
   if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
   if (CUresult r = pvgpu::guest::WaitForAllHostFuncs(ctx); r != CUDA_SUCCESS) return r;
-  protocol::CtxSynchronizeRequest request;
-  request.ctx = ctx->handle;
-  return ToCu(ctx->client->Call(request));
+  uint64_t seq = 0;
+  {
+    auto& state = DriverState::Get();
+    std::lock_guard<std::mutex> lock(state.mutex());
+    seq = ctx->last_seq;
+  }
+  return pvgpu::guest::SynchronizeContext(ctx, seq, [&] {
+    protocol::CtxSynchronizeRequest request;
+    request.ctx = ctx->handle;
+    return ToCu(ctx->client->Call(request));
+  });
 }
 
 CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {

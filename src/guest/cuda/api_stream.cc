@@ -185,11 +185,16 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   CUctx_st* ctx = nullptr;
   uint64_t wire = 0;
   if (CUresult r = pvgpu::guest::ResolveStream(hStream, &ctx, &wire); r != CUDA_SUCCESS) return r;
-  // A round trip: it also collects the first asynchronous error of the stream.
-  protocol::StreamSynchronizeRequest request;
-  request.ctx = ctx->handle;
-  request.stream = wire;
-  return ToCu(ctx->client->Call(request));
+  uint64_t seq = 0;
+  if (CUresult r = LastSeq(hStream, &seq, &ctx); r != CUDA_SUCCESS) return r;
+  // A round trip collects the first asynchronous error of the stream, unless the shared fence
+  // and fault count already say the work is done and nothing failed.
+  return pvgpu::guest::SynchronizeContext(ctx, seq, [&] {
+    protocol::StreamSynchronizeRequest request;
+    request.ctx = ctx->handle;
+    request.stream = wire;
+    return ToCu(ctx->client->Call(request));
+  });
 }
 
 CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int* priority) {

@@ -35,6 +35,9 @@ struct CUctx_st {
   bool primary = false;
   uint64_t last_seq = 0;  // fence value of the last work submitted in this context
   size_t limits[16] = {};
+  // The host's fault count when this context last learnt, by asking, that it had no error
+  // (pvgpu::guest::SynchronizeContext); ~0: never.
+  std::atomic<uint64_t> faults_seen{~uint64_t{0}};
 };
 
 struct CUmod_st;
@@ -149,6 +152,12 @@ bool LiveContext(CUctx_st* ctx);  // takes the driver mutex
 // pending host functions the stream must follow (host_func.h).
 CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle,
                        bool after_host_funcs = true);
+// Synchronizes with the work submitted in `ctx` up to `seq` and returns its first error, as
+// cuCtxSynchronize and cuStreamSynchronize do. When the host publishes its fault count and it
+// has not moved since the context last asked, finished work needs no message: the fence says
+// it is done, the count that nothing failed. Otherwise `ask` (the round trip) decides.
+template <typename Ask>
+CUresult SynchronizeContext(CUctx_st* ctx, uint64_t seq, Ask ask);
 // Notes that work was submitted on `stream` (seq from the client).
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq);
 // The last work the calling thread submitted on its per-thread default stream in `ctx` (0:
@@ -176,5 +185,27 @@ Code RegionOnHost(PinnedRegion* region, Client* client, uint64_t* handle);
 
 // Logs an API call at trace level (PVGPU_LOG=trace).
 #define PVGPU_API_TRACE(name, args) PVGPU_TRACE(name << "(" << args << ")")
+
+template <typename Ask>
+CUresult SynchronizeContext(CUctx_st* ctx, uint64_t seq, Ask ask) {
+  Client& client = *ctx->client;
+  const std::optional<uint64_t> before = client.FaultCount();
+  const bool can_skip = client.pipelined() && before.has_value() &&
+                        *before != transport::Endpoint::kErrorCountUnknown;
+  // Only for work about to finish: a long wait sleeps better on the host's reply, which rings
+  // once, than on the fence, which rings at every message the host finishes meanwhile.
+  if (can_skip && client.SpinUntilDone(seq, std::chrono::microseconds(20))) {
+    // The count is published before the fence that covers the work that raised it.
+    const std::optional<uint64_t> after = client.FaultCount();
+    if (after == ctx->faults_seen.load(std::memory_order_relaxed)) return CUDA_SUCCESS;
+  }
+  const CUresult result = ask();
+  // Learnt now: no error up to the count read before asking (anything recorded after that
+  // moves the count again).
+  if (result == CUDA_SUCCESS && before.has_value()) {
+    ctx->faults_seen.store(*before, std::memory_order_relaxed);
+  }
+  return result;
+}
 
 }  // namespace pvgpu::guest
