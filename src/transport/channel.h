@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -67,6 +68,12 @@ class Endpoint {
   virtual void PublishFence(uint64_t value) = 0;                      // host side
   virtual uint64_t ReadFence() const = 0;                             // guest side
   virtual Status WaitFence(uint64_t value, int timeout_ms = -1) = 0;  // guest side
+  // Guest side: waits up to `window` for the fence by spinning only, never asleep on the
+  // doorbell (where the host would ring at every fence it publishes): for waits that are
+  // probably short. Channels without shared memory only look.
+  virtual bool SpinForFence(uint64_t value, std::chrono::microseconds /*window*/) {
+    return ReadFence() >= value;
+  }
   // How many errors the host has recorded for the session's work, published before the fence
   // that covers the work (host side), or kErrorCountUnknown when the host cannot vouch for them
   // without being asked (asynchronous adapters collect faults only when synchronized). With it

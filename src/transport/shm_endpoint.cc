@@ -118,22 +118,32 @@ Status ShmEndpoint::Poison(Status status) {
 }
 
 template <typename Ready>
-Status ShmEndpoint::WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadline) {
-  auto spin_end = std::chrono::steady_clock::now() + kSpin;
-  if (!deadline.infinite()) spin_end = std::min(spin_end, deadline.when());
+ShmEndpoint::SpinResult ShmEndpoint::Spin(Ready ready,
+                                          std::chrono::steady_clock::time_point end) const {
   for (unsigned i = 0;; ++i) {
-    if (ready()) return Status::Ok();
-    if (peer_closed()) return PeerGone();
+    if (ready()) return SpinResult::kReady;
+    if (peer_closed()) return SpinResult::kPeerGone;
     // Once yielding, the clock is read every time: a yield can hand the core to another
     // process for a whole tick, and 64 of them could keep us off the doorbell for 256 ms.
-    if ((i >= kPauseSpins || (i & 63) == 63) && std::chrono::steady_clock::now() >= spin_end) {
-      break;
+    if ((i >= kPauseSpins || (i & 63) == 63) && std::chrono::steady_clock::now() >= end) {
+      return SpinResult::kTimedOut;
     }
     if (i < kPauseSpins) {
       CpuRelax();
     } else {
       sched_yield();
     }
+  }
+}
+
+template <typename Ready>
+Status ShmEndpoint::WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadline) {
+  auto spin_end = std::chrono::steady_clock::now() + kSpin;
+  if (!deadline.infinite()) spin_end = std::min(spin_end, deadline.when());
+  switch (Spin(ready, spin_end)) {
+    case SpinResult::kReady: return Status::Ok();
+    case SpinResult::kPeerGone: return PeerGone();
+    case SpinResult::kTimedOut: break;
   }
   for (;;) {
     // Raise our flag, then re-check (Dekker with the peer's seq_cst publish-then-check; the
@@ -231,6 +241,12 @@ void ShmEndpoint::PublishErrorCount(uint64_t count) {
 
 std::optional<uint64_t> ShmEndpoint::ReadErrorCount() const {
   return Word(header_->errors).load(std::memory_order_seq_cst);
+}
+
+bool ShmEndpoint::SpinForFence(uint64_t value, std::chrono::microseconds window) {
+  if (side_ != Side::kGuest || !Unusable().ok()) return false;
+  return Spin([&] { return ReadFence() >= value; }, std::chrono::steady_clock::now() + window) ==
+         SpinResult::kReady;
 }
 
 Status ShmEndpoint::WaitFence(uint64_t value, int timeout_ms) {

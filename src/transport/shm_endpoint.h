@@ -43,6 +43,7 @@ class ShmEndpoint final : public Endpoint {
   void PublishFence(uint64_t value) override;
   uint64_t ReadFence() const override;
   Status WaitFence(uint64_t value, int timeout_ms) override;
+  bool SpinForFence(uint64_t value, std::chrono::microseconds window) override;
   void PublishErrorCount(uint64_t count) override;
   std::optional<uint64_t> ReadErrorCount() const override;
   Status SendFd(int fd) override;
@@ -58,6 +59,10 @@ class ShmEndpoint final : public Endpoint {
   // Spins briefly, then sleeps on our doorbell with `flag` raised, until `ready()`.
   template <typename Ready>
   Status WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadline);
+  // WaitUntil's first phase: pauses, then yields, until ready(), the peer's close, or `end`.
+  enum class SpinResult { kReady, kPeerGone, kTimedOut };
+  template <typename Ready>
+  SpinResult Spin(Ready ready, std::chrono::steady_clock::time_point end) const;
   // The error for calls on a closed, poisoned or orphaned endpoint; kOk when usable.
   Status Unusable() const;
   Status PeerGone() const;

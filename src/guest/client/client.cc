@@ -1,7 +1,5 @@
 #include "guest/client/client.h"
 
-#include <sched.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -252,18 +250,8 @@ bool Client::Done(uint64_t seq) const {
 }
 
 bool Client::SpinUntilDone(uint64_t seq, std::chrono::microseconds window) const {
-  const auto end = std::chrono::steady_clock::now() + window;
-  for (unsigned i = 0;; ++i) {
-    if (Done(seq)) return true;
-    if (broken_.load() || std::chrono::steady_clock::now() >= end) return false;
-    if (i < 16) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    } else {
-      sched_yield();
-    }
-  }
+  if (Done(seq)) return true;
+  return !broken_.load() && endpoint_ != nullptr && endpoint_->SpinForFence(seq, window);
 }
 
 std::optional<uint64_t> Client::FaultCount() const {

@@ -75,8 +75,8 @@ class Client {
   bool Done(uint64_t seq) const;
   // Waits until Done(seq); kDeviceUnavailable if the host goes away meanwhile.
   Code WaitDone(uint64_t seq);
-  // Spins (pausing, then yielding, as the channel's own waits do) for up to `window` until
-  // Done(seq); never sleeps on the doorbell. For waits that are probably short.
+  // Spins for up to `window` until Done(seq), never asleep on the doorbell
+  // (transport::Endpoint::SpinForFence). For waits that are probably short.
   bool SpinUntilDone(uint64_t seq, std::chrono::microseconds window) const;
   // The host's count of recorded faults (transport::Endpoint::ReadErrorCount): nullopt where
   // the channel does not carry it, kErrorCountUnknown where the host cannot vouch for it.
