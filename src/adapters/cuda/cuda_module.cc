@@ -7,7 +7,6 @@
 #include "adapters/cuda/cuda_context.h"
 #include "adapters/link_inputs.h"
 #include "common/log.h"
-#include "fatbin/fatbin.h"
 #include "protocol/link_image.h"
 #include "ptx/ptx.h"
 
@@ -198,29 +197,22 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
   PVGPU_TRY(driver.Check(loaded, "cuModuleLoadDataEx"));
   auto module = std::make_unique<CudaModule>(&context, handle);
 
-  // PTX of the image, when it has any: the PTX itself, or a fatbin's PTX for this GPU.
-  // For a link image: the PTX of every input, when each has some.
-  std::vector<std::string> texts;
-  if (kind == ImageKind::kPtx) {
-    texts.emplace_back(reinterpret_cast<const char*>(copy.data()));
-  } else if (kind == ImageKind::kFatbin) {
-    if (auto extracted = fatbin::ExtractPtx(image, compute_capability); extracted.ok()) {
-      texts.push_back(std::move(*extracted));
-    }
-  }
-  std::vector<ptx::LinkSource> sources;
-  for (size_t i = 0; i < texts.size(); ++i) sources.push_back({"#" + std::to_string(i), texts[i]});
-  PtxLinkSources linked;
-  if (kind == ImageKind::kLinked) {
-    // Every input's PTX, when each has some; else the driver's description alone.
-    if (auto got = PtxOfLinkInputs(link_inputs, compute_capability); got.ok()) {
-      linked = std::move(got).value();
-      sources = linked.sources;
+  // PTX of the image, when it has any: the PTX itself, a fatbin's PTX for this GPU, or the PTX
+  // of every input of a link image (when each has some); else the driver's description alone.
+  const std::string_view bytes(reinterpret_cast<const char*>(image.data()), image.size());
+  std::vector<protocol::LinkInput> inputs;
+  if (kind == ImageKind::kPtx) inputs.push_back({protocol::LinkInputType::kPtx, "", bytes});
+  if (kind == ImageKind::kFatbin) inputs.push_back({protocol::LinkInputType::kFatbin, "", bytes});
+  if (kind == ImageKind::kLinked) inputs = link_inputs;
+  PtxLinkSources sources;
+  if (!inputs.empty()) {
+    if (auto got = PtxOfLinkInputs(inputs, compute_capability); got.ok()) {
+      sources = std::move(got).value();
     }
   }
   std::shared_ptr<const ptx::Program> program;
-  if (!sources.empty()) {
-    auto parsed = ptx::LoadLinkedProgram(sources);
+  if (!sources.sources.empty()) {
+    auto parsed = ptx::LoadLinkedProgram(sources.sources);
     if (parsed.ok()) {
       program = std::move(parsed).value();
     } else {
