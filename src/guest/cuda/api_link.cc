@@ -52,14 +52,6 @@ bool LiveLink(CUlinkState_st* state) {
   return state != nullptr && Links().count(state) != 0;
 }
 
-void WriteLog(const std::string& log, char* buffer, size_t size, void** size_slot) {
-  if (buffer == nullptr || size == 0) return;
-  const size_t n = std::min(log.size(), size - 1);
-  std::memcpy(buffer, log.data(), n);
-  buffer[n] = '\0';
-  if (size_slot != nullptr) *size_slot = reinterpret_cast<void*>(uintptr_t{n + 1});
-}
-
 CUresult AddInput(CUlinkState_st* state, CUjitInputType type, std::string name,
                   std::string data) {
   if (static_cast<unsigned>(type) > static_cast<unsigned>(protocol::LinkInputType::kNvvm)) {
@@ -166,7 +158,7 @@ CUresult CUDAAPI cuLinkComplete(CUlinkState state, void** cubinOut, size_t* size
   if (!LiveLink(state)) return CUDA_ERROR_INVALID_HANDLE;
   if (cubinOut == nullptr || sizeOut == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (state->inputs.empty()) {
-    WriteLog("no input to link", state->error_buffer, state->error_size, state->error_size_slot);
+    pvgpu::guest::WriteJitLog("no input to link", state->error_buffer, state->error_size, state->error_size_slot);
     return CUDA_ERROR_INVALID_VALUE;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -194,8 +186,8 @@ CUresult CUDAAPI cuLinkComplete(CUlinkState state, void** cubinOut, size_t* size
   if (linked == CUDA_SUCCESS) cuModuleUnload(module);
   if (switch_context) cuCtxPopCurrent_v2(&previous);
 
-  WriteLog(error_log, state->error_buffer, state->error_size, state->error_size_slot);
-  WriteLog(info_log, state->info_buffer, state->info_size, state->info_size_slot);
+  pvgpu::guest::WriteJitLog(error_log, state->error_buffer, state->error_size, state->error_size_slot);
+  pvgpu::guest::WriteJitLog(info_log, state->info_buffer, state->info_size, state->info_size_slot);
   if (state->wall_time_slot != nullptr) {
     const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() -
                                                               start)

@@ -82,16 +82,9 @@ struct JitLogs {
   size_t error_size = 0;
   char* info_buffer = nullptr;
   size_t info_size = 0;
-  unsigned int* error_size_out = nullptr;  // the *_SIZE_BYTES option value, updated on return
-  unsigned int* info_size_out = nullptr;
+  void** error_size_slot = nullptr;  // the *_SIZE_BYTES option value, updated on return
+  void** info_size_slot = nullptr;
 };
-
-void CopyLog(const std::string& log, char* buffer, size_t size) {
-  if (buffer == nullptr || size == 0) return;
-  const size_t n = std::min(log.size(), size - 1);
-  std::memcpy(buffer, log.data(), n);
-  buffer[n] = '\0';
-}
 
 CUresult LoadModule(CUmodule* module, const void* image, JitLogs* logs) {
   CUctx_st* ctx = nullptr;
@@ -120,16 +113,10 @@ CUresult LoadModule(CUmodule* module, const void* image, JitLogs* logs) {
     return code == Code::kOk ? CUDA_ERROR_UNKNOWN : ToCu(code);
   }
   if (logs != nullptr) {
-    CopyLog(mod->description.error_log, logs->error_buffer, logs->error_size);
-    CopyLog(mod->description.info_log, logs->info_buffer, logs->info_size);
-    if (logs->error_size_out != nullptr && logs->error_buffer != nullptr) {
-      *logs->error_size_out = static_cast<unsigned int>(
-          std::min(mod->description.error_log.size() + 1, logs->error_size));
-    }
-    if (logs->info_size_out != nullptr && logs->info_buffer != nullptr) {
-      *logs->info_size_out = static_cast<unsigned int>(
-          std::min(mod->description.info_log.size() + 1, logs->info_size));
-    }
+    pvgpu::guest::WriteJitLog(mod->description.error_log, logs->error_buffer, logs->error_size,
+                              logs->error_size_slot);
+    pvgpu::guest::WriteJitLog(mod->description.info_log, logs->info_buffer, logs->info_size,
+                              logs->info_size_slot);
   }
   if (code != Code::kOk) {
     if (code == Code::kNoBinaryForGpu) {
@@ -223,14 +210,14 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
       case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
         // The value is passed in the pointer itself; the driver writes back the used size.
         logs.error_size = reinterpret_cast<uintptr_t>(value);
-        logs.error_size_out = reinterpret_cast<unsigned int*>(&optionValues[i]);
+        logs.error_size_slot = &optionValues[i];
         break;
       case CU_JIT_INFO_LOG_BUFFER:
         logs.info_buffer = static_cast<char*>(value);
         break;
       case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
         logs.info_size = reinterpret_cast<uintptr_t>(value);
-        logs.info_size_out = reinterpret_cast<unsigned int*>(&optionValues[i]);
+        logs.info_size_slot = &optionValues[i];
         break;
       default:
         // Optimization level, targets, caching and the like do not change what the cpu

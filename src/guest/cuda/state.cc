@@ -1,13 +1,13 @@
 #include "guest/cuda/state.h"
 
-#include <unordered_map>
-
-#include "guest/cuda/host_func.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
+#include <unordered_map>
+
+#include "guest/cuda/host_func.h"
 
 namespace pvgpu::guest {
 
@@ -155,6 +155,14 @@ std::unordered_map<CUctx_st*, uint64_t>& PerThreadSeqs() {
 }
 
 }  // namespace
+
+void WriteJitLog(const std::string& log, char* buffer, size_t size, void** size_slot) {
+  if (buffer == nullptr || size == 0) return;
+  const size_t n = std::min(log.size(), size - 1);
+  std::memcpy(buffer, log.data(), n);
+  buffer[n] = '\0';
+  if (size_slot != nullptr) *size_slot = reinterpret_cast<void*>(uintptr_t{n + 1});
+}
 
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq) {
   if (stream == CU_STREAM_PER_THREAD) PerThreadSeqs()[ctx] = seq;

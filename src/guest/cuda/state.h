@@ -158,6 +158,10 @@ CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle,
 // it is done, the count that nothing failed. Otherwise `ask` (the round trip) decides.
 template <typename Ask>
 CUresult SynchronizeContext(CUctx_st* ctx, uint64_t seq, Ask ask);
+// Copies a JIT log into a CU_JIT_*_LOG_BUFFER of `size` bytes (truncated, NUL-terminated) and,
+// when `size_slot` is given, writes the bytes used (NUL included) back into that
+// *_LOG_BUFFER_SIZE_BYTES option slot, as the driver does.
+void WriteJitLog(const std::string& log, char* buffer, size_t size, void** size_slot);
 // Notes that work was submitted on `stream` (seq from the client).
 void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq);
 // The last work the calling thread submitted on its per-thread default stream in `ctx` (0:
