@@ -201,7 +201,7 @@ CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int* priority) {
   PVGPU_API_TRACE("cuStreamGetPriority", hStream << ", " << priority);
   if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
   if (priority == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+  if (pvgpu::guest::IsDefaultStream(hStream)) {
     *priority = 0;
     return CUDA_SUCCESS;
   }
@@ -214,7 +214,7 @@ CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int* flags) {
   PVGPU_API_TRACE("cuStreamGetFlags", hStream << ", " << flags);
   if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
   if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+  if (pvgpu::guest::IsDefaultStream(hStream)) {
     *flags = 0;
     return CUDA_SUCCESS;
   }

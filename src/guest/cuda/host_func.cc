@@ -55,7 +55,7 @@ class HostFuncQueue {
   };
 
   static CUstream Normalize(CUstream stream) {
-    return stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD ? nullptr : stream;
+    return IsDefaultStream(stream) ? nullptr : stream;
   }
 
   // Whether work on `stream` must wait for `item` (see host_func.h).

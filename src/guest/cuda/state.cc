@@ -132,7 +132,7 @@ CUresult CurrentLiveContext(CUctx_st** ctx) {
 
 CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle,
                        bool after_host_funcs) {
-  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+  if (IsDefaultStream(stream)) {
     *wire_handle = 0;
     if (CUresult r = CurrentLiveContext(ctx); r != CUDA_SUCCESS) return r;
   } else {
@@ -169,8 +169,7 @@ void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq) {
   auto& state = DriverState::Get();
   std::lock_guard<std::mutex> lock(state.mutex());
   ctx->last_seq = seq;
-  if (stream != nullptr && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD &&
-      state.streams.count(stream) != 0) {
+  if (!IsDefaultStream(stream) && state.streams.count(stream) != 0) {
     stream->last_seq = seq;
   }
 }

@@ -147,6 +147,12 @@ CUctx_st* CurrentContext();
 CUresult CurrentLiveContext(CUctx_st** ctx);
 bool LiveContext(CUctx_st* ctx);  // takes the driver mutex
 
+// Whether `stream` names a default stream (nullptr, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD)
+// rather than a created one.
+inline bool IsDefaultStream(CUstream stream) {
+  return stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+}
+
 // Resolves a stream handle for `ctx`: nullptr/CU_STREAM_LEGACY/PER_THREAD mean the default
 // stream (wire handle 0). For stream-ordered work (`after_host_funcs`), first waits for the
 // pending host functions the stream must follow (host_func.h).
