@@ -2,6 +2,7 @@
 // checks the machine output: every key issue #5 names, plausible numbers, and agreement between
 // the implementations. Speed is never asserted (DEVELOPERS.md).
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -55,6 +56,13 @@ TEST(BenchCommand, LatencyReportsEveryModeAndTarget) {
     }
     EXPECT_TRUE(Positive(json[key]["channel"])) << key;
   }
+  for (const char* key : {"launch_async", "launch_sync", "copy_htod_small", "copy_dtoh_small"}) {
+    for (const char* mode : {"inprocess", "channel", "channel_unpipelined"}) {
+      const Json& switches = json["context_switches_per_op"][key][mode];
+      EXPECT_TRUE(switches.is_number() && switches.get<double>() >= 0) << key << "." << mode;
+    }
+  }
+  EXPECT_FALSE(json.contains("cpus"));
   EXPECT_TRUE(Positive(json["ratios"]["launch_async_channel_vs_inprocess"]));
   EXPECT_TRUE(Positive(json["ratios"]["launch_throughput_pipelined_vs_unpipelined"]));
   ASSERT_EQ(json["targets"].size(), 3u);
@@ -64,6 +72,46 @@ TEST(BenchCommand, LatencyReportsEveryModeAndTarget) {
   std::stringstream text;
   text << svg.rdbuf();
   EXPECT_EQ(text.str().rfind("<svg", 0), 0u) << "no chart at " << plot;
+}
+
+int FirstAllowedCpu() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) return cpu;
+  }
+  return -1;
+}
+
+// Guest and host pinned to one CPU must take turns: a launch + synchronize cannot finish
+// without the guest's thread leaving the CPU for the host's and coming back.
+TEST(BenchCommand, LatencyWithBothOnOneCpuCountsTheirTurns) {
+  const int cpu = FirstAllowedCpu();
+  ASSERT_GE(cpu, 0);
+  const std::string cpus = std::to_string(cpu) + "," + std::to_string(cpu);
+  Json json = RunJson("bench latency --json --quick --cpus " + cpus);
+  ASSERT_TRUE(json.is_object());
+  EXPECT_EQ(json["cpus"]["guest"], cpu);
+  EXPECT_EQ(json["cpus"]["host"], cpu);
+  const Json& sync = json["context_switches_per_op"]["launch_sync"];
+  EXPECT_GE(sync["channel"].get<double>(), 1.0) << sync;
+  EXPECT_GE(sync["channel_unpipelined"].get<double>(), 1.0) << sync;
+  EXPECT_LT(sync["inprocess"].get<double>(), 1.0) << sync;
+}
+
+TEST(BenchCommand, BadCpusAreRefused) {
+  Output output = RunPvgpu("bench latency --quick --cpus 0,100000 2>&1");
+  EXPECT_EQ(output.status, 1) << output.out;
+  EXPECT_NE(output.out.find("CPU 100000 is not one this process may run on"), std::string::npos)
+      << output.out;
+  output = RunPvgpu("bench latency --quick --cpus 0 2>&1");
+  EXPECT_EQ(output.status, 2) << output.out;
+  EXPECT_NE(output.out.find("--cpus takes GUEST,HOST"), std::string::npos) << output.out;
+  const int cpu = FirstAllowedCpu();
+  output = RunPvgpu("bench latency --quick --cpus " + std::to_string(cpu) + "," +
+                    std::to_string(cpu) + " --host unix:/nonexistent.sock 2>&1");
+  EXPECT_EQ(output.status, 1) << output.out;
+  EXPECT_NE(output.out.find("cannot be combined with --host"), std::string::npos) << output.out;
 }
 
 TEST(BenchCommand, BandwidthCoversEverySizeAndPath) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -167,6 +168,10 @@ Status PrivateHost::Launch() {
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   static constexpr char kExecFailed[] = "pvgpu: cannot execute pvgpud\n";
+  static constexpr char kPinFailed[] = "pvgpu: cannot pin pvgpud to its CPU\n";
+  cpu_set_t pin;
+  CPU_ZERO(&pin);
+  if (options_.cpu) CPU_SET(*options_.cpu, &pin);
   pid_t parent = getpid();
 
   pid_t pid = fork();
@@ -183,6 +188,12 @@ Status PrivateHost::Launch() {
     dup2(output_fd, STDERR_FILENO);
     // The one descriptor the daemon is meant to inherit.
     fcntl(ready_write, F_SETFD, 0);
+    // Before exec, so that every thread of the daemon inherits it.
+    if (options_.cpu && sched_setaffinity(0, sizeof(pin), &pin) != 0) {
+      ssize_t ignored = write(STDERR_FILENO, kPinFailed, sizeof(kPinFailed) - 1);
+      (void)ignored;
+      _exit(126);
+    }
     execv(argv[0], argv.data());
     ssize_t ignored = write(STDERR_FILENO, kExecFailed, sizeof(kExecFailed) - 1);
     (void)ignored;

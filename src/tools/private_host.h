@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -26,6 +27,8 @@ class PrivateHost {
     bool keep_logs = false;
     std::chrono::milliseconds ready_timeout{10000};
     std::chrono::milliseconds stop_timeout{5000};
+    // When set, the daemon and every thread it starts run only on this CPU (benchmarks).
+    std::optional<int> cpu;
     // Polled while waiting for "ready": a nonzero signal number abandons the start.
     std::function<int()> interrupted;
   };

@@ -107,7 +107,7 @@ StatusOr<BenchReport> RunBandwidth(const BenchOptions& options) {
                             "in-process", &columns));
   }
 
-  PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options.host));
+  PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options));
   PVGPU_ASSIGN_OR_RETURN(auto device, GuestDevice::Open(host->guest_library()));
   progress.Step("channel, pageable");
   PVGPU_TRY(MeasureDevice(*device, pageable.data(), sizes, options.quick, "pageable", "pageable",

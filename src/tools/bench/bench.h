@@ -21,6 +21,13 @@ struct BenchOptions {
   int n = 0;                        // --n: bodies (nbody) or matrix order (matmul); 0 = default
   int iterations = 0;               // --iterations (nbody); 0 = default
   std::string device = "both";      // --device gpu|cpu|both (matmul)
+  // --cpus GUEST,HOST: this process (the guest side and the in-process work) runs only on CPU
+  // GUEST, and a private pvgpud (always started then) only on CPU HOST.
+  struct Cpus {
+    int guest = 0;
+    int host = 0;
+  };
+  std::optional<Cpus> cpus;
   // Internal (--channel-only): measure only the channel half and print its JSON; used to run
   // the PVGPU_PIPELINE=0 half of `latency` in a child process.
   bool channel_only = false;

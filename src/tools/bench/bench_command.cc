@@ -1,8 +1,12 @@
 #include "tools/bench/bench_command.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -49,7 +53,55 @@ class BenchFormatter : public CLI::Formatter {
   }
 };
 
+// "GUEST,HOST" as two CPU numbers.
+std::optional<bench::BenchOptions::Cpus> ParseCpus(const std::string& text) {
+  const size_t comma = text.find(',');
+  if (comma == std::string::npos) return std::nullopt;
+  bench::BenchOptions::Cpus cpus;
+  auto number = [](std::string_view digits, int* out) {
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), *out);
+    return error == std::errc() && end == digits.data() + digits.size() && *out >= 0;
+  };
+  const std::string_view all(text);
+  if (!number(all.substr(0, comma), &cpus.guest) || !number(all.substr(comma + 1), &cpus.host)) {
+    return std::nullopt;
+  }
+  return cpus;
+}
+
+// Checks that both CPUs are ones this process may use, then confines it to the guest's (the
+// private host, forked later, sets its own).
+Status PinGuest(const bench::BenchOptions::Cpus& cpus) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    return Error(Code::kUnknown, std::string("--cpus: sched_getaffinity: ") + std::strerror(errno));
+  }
+  for (int cpu : {cpus.guest, cpus.host}) {
+    if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
+      std::string list;
+      for (int i = 0; i < CPU_SETSIZE; ++i) {
+        if (CPU_ISSET(i, &allowed)) list += (list.empty() ? "" : ",") + std::to_string(i);
+      }
+      return Error(Code::kInvalidValue, "--cpus: CPU " + std::to_string(cpu) +
+                                            " is not one this process may run on (" + list + ")");
+    }
+  }
+  cpu_set_t only;
+  CPU_ZERO(&only);
+  CPU_SET(cpus.guest, &only);
+  if (sched_setaffinity(0, sizeof(only), &only) != 0) {
+    return Error(Code::kUnknown, std::string("--cpus: sched_setaffinity: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 int RunBench(const bench::BenchOptions& options) {
+  if (options.cpus) {
+    if (Status pinned = PinGuest(*options.cpus); !pinned.ok()) {
+      PrintError("bench " + options.name + ": " + pinned.message());
+      return 1;
+    }
+  }
   StatusOr<bench::BenchReport> report = Error(Code::kInvalidValue, "unknown benchmark");
   if (options.name == "latency") {
     report = bench::RunLatency(options);
@@ -63,6 +115,11 @@ int RunBench(const bench::BenchOptions& options) {
   if (!report.ok()) {
     PrintError("bench " + options.name + ": " + report.status().message());
     return 1;
+  }
+  if (options.cpus) {
+    report->json["cpus"] = {{"guest", options.cpus->guest}, {"host", options.cpus->host}};
+    report->table += "Pinned: this process to CPU " + std::to_string(options.cpus->guest) +
+                     ", the private pvgpud to CPU " + std::to_string(options.cpus->host) + ".\n";
   }
   if (options.json) {
     std::printf("%s\n", report->json.dump(2).c_str());
@@ -120,11 +177,25 @@ Subcommand RegisterBenchCommand(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   command->add_option("--device", options->device, "matmul: gpu, cpu or both (default)")
       ->check(CLI::IsMember({"gpu", "cpu", "both"}));
+  auto cpus_text = std::make_shared<std::string>();
+  CLI::Option* cpus =
+      command
+          ->add_option("--cpus", *cpus_text,
+                       "Run this process on CPU GUEST and a private pvgpud on CPU HOST (the "
+                       "same CPU or two different ones), instead of where the scheduler puts them")
+          ->type_name("GUEST,HOST");
   // Internal: the PVGPU_PIPELINE=0 half of `latency`, run by pvgpu itself in a child.
   command->add_flag("--channel-only", options->channel_only)->group("");
 
-  auto run = [options, host, host_text]() -> int {
+  auto run = [options, host, host_text, cpus, cpus_text]() -> int {
     if (host->count() > 0) options->host = *host_text;
+    if (cpus->count() > 0) {
+      options->cpus = ParseCpus(*cpus_text);
+      if (!options->cpus) {
+        PrintError("bench: --cpus takes GUEST,HOST (two CPU numbers), not '" + *cpus_text + "'");
+        return 2;
+      }
+    }
     return RunBench(*options);
   };
   return Subcommand{command, run, /*takes_trailing_arguments=*/false};

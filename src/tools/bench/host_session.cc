@@ -36,18 +36,25 @@ StatusOr<std::string> ExistingHost(const std::optional<std::string>& host) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<HostSession>> HostSession::Start(const std::optional<std::string>& host) {
+StatusOr<std::unique_ptr<HostSession>> HostSession::Start(const BenchOptions& options) {
   std::unique_ptr<HostSession> session(new HostSession());
   PVGPU_ASSIGN_OR_RETURN(session->layout_, FindInstallLayout());
   if (access(session->guest_library().c_str(), R_OK) != 0) {
     return Error(Code::kNotFound,
                  "no guest library at " + session->guest_library() + " (set PVGPU_PREFIX?)");
   }
-  PVGPU_ASSIGN_OR_RETURN(session->address_, ExistingHost(host));
+  if (options.cpus && options.host) {
+    return Error(Code::kInvalidValue,
+                 "--cpus pins a private pvgpud to its CPU; it cannot be combined with --host");
+  }
+  if (!options.cpus) {
+    PVGPU_ASSIGN_OR_RETURN(session->address_, ExistingHost(options.host));
+  }
   if (session->address_.empty()) {
-    PrivateHost::Options options;
-    options.daemon_path = session->layout_.daemon;
-    PVGPU_ASSIGN_OR_RETURN(session->private_host_, PrivateHost::Start(options));
+    PrivateHost::Options host_options;
+    host_options.daemon_path = session->layout_.daemon;
+    if (options.cpus) host_options.cpu = options.cpus->host;
+    PVGPU_ASSIGN_OR_RETURN(session->private_host_, PrivateHost::Start(host_options));
     session->address_ = session->private_host_->address();
   }
   setenv("PVGPU_HOST", session->address_.c_str(), 1);

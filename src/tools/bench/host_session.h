@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "tools/bench/bench.h"
 #include "tools/install_layout.h"
 #include "tools/private_host.h"
 
@@ -17,9 +18,10 @@ namespace pvgpu::tools::bench {
 
 class HostSession {
  public:
-  // Chooses or starts the host and points this process's PVGPU_HOST at it, so that the guest
-  // library, once loaded, connects there.
-  static StatusOr<std::unique_ptr<HostSession>> Start(const std::optional<std::string>& host);
+  // Chooses or starts the host (options.host; with options.cpus always a private one, pinned
+  // to its CPU) and points this process's PVGPU_HOST at it, so that the guest library, once
+  // loaded, connects there.
+  static StatusOr<std::unique_ptr<HostSession>> Start(const BenchOptions& options);
   ~HostSession();
 
   const std::string& address() const { return address_; }

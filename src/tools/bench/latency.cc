@@ -2,6 +2,8 @@
 // through the channel with PVGPU_PIPELINE=0 (every call waits for the host, as the original
 // GPU-PV did). Each figure is the best of a few rounds, since a shared machine adds noise only
 // upwards.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -26,14 +28,27 @@ Counts CountsFor(bool quick) {
   return Counts{5000, 1000, 100000, 1000, 3};
 }
 
+// Context switches of the calling thread so far (voluntary and not).
+long ThreadSwitches() {
+  rusage usage{};
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
+  return usage.ru_nvcsw + usage.ru_nivcsw;
+}
+
 // Microseconds per call of `body` run `count` times, best of `rounds`. `body` returns a Status
-// for its whole batch so that failures stop the benchmark instead of being timed.
-StatusOr<double> BestMicros(int rounds, int count, const std::function<Status(int)>& body) {
+// for its whole batch so that failures stop the benchmark instead of being timed. `switches`,
+// when given, receives the calling thread's context switches per call over all rounds.
+StatusOr<double> BestMicros(int rounds, int count, const std::function<Status(int)>& body,
+                            double* switches = nullptr) {
   double best = INFINITY;
+  const long switches_before = ThreadSwitches();
   for (int r = 0; r < rounds; ++r) {
     const Clock::time_point start = Clock::now();
     PVGPU_TRY(body(count));
     best = std::min(best, SecondsSince(start) * 1e6 / count);
+  }
+  if (switches != nullptr) {
+    *switches = static_cast<double>(ThreadSwitches() - switches_before) / (rounds * count);
   }
   return best;
 }
@@ -52,9 +67,11 @@ StatusOr<LatencyFigures> MeasureInprocess(const Counts& counts, Progress& progre
   };
   PVGPU_TRY(launches(10));  // warms caches and the executor's per-thread buffers
   LatencyFigures out;
-  PVGPU_ASSIGN_OR_RETURN(out.launch_async, BestMicros(counts.rounds, counts.launches, launches));
+  PVGPU_ASSIGN_OR_RETURN(out.launch_async, BestMicros(counts.rounds, counts.launches, launches,
+                                                      &out.switches.launch_async));
   // An adapter launch returns when the kernel is done: launch and launch+sync are one thing.
-  PVGPU_ASSIGN_OR_RETURN(out.launch_sync, BestMicros(counts.rounds, counts.syncs, launches));
+  PVGPU_ASSIGN_OR_RETURN(out.launch_sync, BestMicros(counts.rounds, counts.syncs, launches,
+                                                     &out.switches.launch_sync));
   // Natively, asking whether finished work is finished is one read of a completion counter.
   std::atomic<uint64_t> fence{1};
   auto queries = [&](int count) -> Status {
@@ -66,16 +83,22 @@ StatusOr<LatencyFigures> MeasureInprocess(const Counts& counts, Progress& progre
   PVGPU_ASSIGN_OR_RETURN(out.stream_query, BestMicros(counts.rounds, counts.queries, queries));
   out.event_query = out.stream_query;
   uint32_t value = 42;
-  PVGPU_ASSIGN_OR_RETURN(out.copy_htod, BestMicros(counts.rounds, counts.copies, [&](int count) {
-                           for (int i = 0; i < count; ++i)
-                             PVGPU_TRY(device->Upload(word, &value, 4));
-                           return Status::Ok();
-                         }));
-  PVGPU_ASSIGN_OR_RETURN(out.copy_dtoh, BestMicros(counts.rounds, counts.copies, [&](int count) {
-                           for (int i = 0; i < count; ++i)
-                             PVGPU_TRY(device->Download(&value, word, 4));
-                           return Status::Ok();
-                         }));
+  PVGPU_ASSIGN_OR_RETURN(out.copy_htod, BestMicros(
+                                            counts.rounds, counts.copies,
+                                            [&](int count) {
+                                              for (int i = 0; i < count; ++i)
+                                                PVGPU_TRY(device->Upload(word, &value, 4));
+                                              return Status::Ok();
+                                            },
+                                            &out.switches.copy_htod));
+  PVGPU_ASSIGN_OR_RETURN(out.copy_dtoh, BestMicros(
+                                            counts.rounds, counts.copies,
+                                            [&](int count) {
+                                              for (int i = 0; i < count; ++i)
+                                                PVGPU_TRY(device->Download(&value, word, 4));
+                                              return Status::Ok();
+                                            },
+                                            &out.switches.copy_dtoh));
   return out;
 }
 
@@ -103,9 +126,10 @@ StatusOr<LatencyFigures> MeasureChannel(const Counts& counts, const std::string&
   };
   PVGPU_TRY(async_launches(10));  // wakes the host's session thread, warms its buffers
   LatencyFigures out;
-  PVGPU_ASSIGN_OR_RETURN(out.launch_async,
-                         BestMicros(counts.rounds, counts.launches, async_launches));
-  PVGPU_ASSIGN_OR_RETURN(out.launch_sync, BestMicros(counts.rounds, counts.syncs, sync_launches));
+  PVGPU_ASSIGN_OR_RETURN(out.launch_async, BestMicros(counts.rounds, counts.launches,
+                                                      async_launches, &out.switches.launch_async));
+  PVGPU_ASSIGN_OR_RETURN(out.launch_sync, BestMicros(counts.rounds, counts.syncs, sync_launches,
+                                                     &out.switches.launch_sync));
 
   // Queries of completed work: all the work above is finished, so both must say so.
   CUevent event = nullptr;
@@ -131,16 +155,22 @@ StatusOr<LatencyFigures> MeasureChannel(const Counts& counts, const std::string&
   uint32_t value = 42;
   // A synchronous HtoD copy may return before the host has the bytes (CUDA allows it for
   // pageable memory); the final synchronize makes the figure include the delivery.
-  PVGPU_ASSIGN_OR_RETURN(out.copy_htod, BestMicros(counts.rounds, counts.copies, [&](int count) {
-                           for (int i = 0; i < count; ++i)
-                             PVGPU_TRY(device->Upload(word, &value, 4));
-                           return sync();
-                         }));
-  PVGPU_ASSIGN_OR_RETURN(out.copy_dtoh, BestMicros(counts.rounds, counts.copies, [&](int count) {
-                           for (int i = 0; i < count; ++i)
-                             PVGPU_TRY(device->Download(&value, word, 4));
-                           return Status::Ok();
-                         }));
+  PVGPU_ASSIGN_OR_RETURN(out.copy_htod, BestMicros(
+                                            counts.rounds, counts.copies,
+                                            [&](int count) {
+                                              for (int i = 0; i < count; ++i)
+                                                PVGPU_TRY(device->Upload(word, &value, 4));
+                                              return sync();
+                                            },
+                                            &out.switches.copy_htod));
+  PVGPU_ASSIGN_OR_RETURN(out.copy_dtoh, BestMicros(
+                                            counts.rounds, counts.copies,
+                                            [&](int count) {
+                                              for (int i = 0; i < count; ++i)
+                                                PVGPU_TRY(device->Download(&value, word, 4));
+                                              return Status::Ok();
+                                            },
+                                            &out.switches.copy_dtoh));
   if (value != 42) return Error(Code::kUnknown, "4-byte round trip returned the wrong value");
   return out;
 }
@@ -149,7 +179,7 @@ StatusOr<LatencyFigures> MeasureChannel(const Counts& counts, const std::string&
 
 StatusOr<BenchReport> RunLatency(const BenchOptions& options) {
   const Counts counts = CountsFor(options.quick);
-  PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options.host));
+  PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options));
   if (options.channel_only) {
     // The child half: PVGPU_PIPELINE is already in this process's environment.
     PVGPU_ASSIGN_OR_RETURN(LatencyFigures figures, MeasureChannel(counts, host->guest_library()));

@@ -44,10 +44,21 @@ struct Target {
 
 }  // namespace
 
+// The operations whose context switches are counted, by their JSON names.
+const std::pair<const char*, double LatencyFigures::Switches::*> kSwitchKeys[] = {
+    {"launch_async", &LatencyFigures::Switches::launch_async},
+    {"launch_sync", &LatencyFigures::Switches::launch_sync},
+    {"copy_htod_small", &LatencyFigures::Switches::copy_htod},
+    {"copy_dtoh_small", &LatencyFigures::Switches::copy_dtoh},
+};
+
 Json FiguresToJson(const LatencyFigures& f) {
-  return Json{{"launch_async_us", f.launch_async}, {"launch_sync_us", f.launch_sync},
-              {"stream_query_us", f.stream_query}, {"event_query_us", f.event_query},
-              {"copy_htod_small_us", f.copy_htod}, {"copy_dtoh_small_us", f.copy_dtoh}};
+  Json switches = Json::object();
+  for (const auto& [key, field] : kSwitchKeys) switches[key] = f.switches.*field;
+  return Json{{"launch_async_us", f.launch_async},  {"launch_sync_us", f.launch_sync},
+              {"stream_query_us", f.stream_query},  {"event_query_us", f.event_query},
+              {"copy_htod_small_us", f.copy_htod},  {"copy_dtoh_small_us", f.copy_dtoh},
+              {"context_switches_per_op", switches}};
 }
 
 StatusOr<LatencyFigures> FiguresFromJson(const std::string& text) {
@@ -65,6 +76,15 @@ StatusOr<LatencyFigures> FiguresFromJson(const std::string& text) {
       return Error(Code::kUnknown, std::string("PVGPU_PIPELINE=0 run reported no ") + key);
     }
     *slot = json[key].get<double>();
+  }
+  const Json* switches =
+      json.contains("context_switches_per_op") ? &json["context_switches_per_op"] : nullptr;
+  for (const auto& [key, field] : kSwitchKeys) {
+    if (switches == nullptr || !switches->contains(key) || !(*switches)[key].is_number()) {
+      return Error(Code::kUnknown,
+                   std::string("PVGPU_PIPELINE=0 run reported no context switches for ") + key);
+    }
+    f.switches.*field = (*switches)[key].get<double>();
   }
   return f;
 }
@@ -114,9 +134,23 @@ BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigu
                          pass ? "pass" : "FAIL"});
   }
   json["targets"] = target_json;
+
+  Json switch_json = Json::object();
+  TextTable switch_table(
+      {"context switches per operation", "in-process", "channel", "PVGPU_PIPELINE=0"});
+  for (const auto& [key, field] : kSwitchKeys) {
+    const double a = inprocess.switches.*field, b = channel.switches.*field,
+                 c = unpipelined.switches.*field;
+    switch_json[key] = Json{{"inprocess", a}, {"channel", b}, {"channel_unpipelined", c}};
+    switch_table.AddRow({key, FormatNumber(a), FormatNumber(b), FormatNumber(c)});
+  }
+  json["context_switches_per_op"] = switch_json;
   report.table = "pvgpu bench latency: " + host + "\n\n" + table.Render() + "\n" +
-                 target_table.Render() +
-                 "\nIn-process queries read a completion counter, as a native driver would.\n";
+                 target_table.Render() + "\n" + switch_table.Render() +
+                 "\nIn-process queries read a completion counter, as a native driver would.\n"
+                 "About two context switches per round trip mean that the guest and the host "
+                 "took turns on one CPU\n(see 'CPU placement' in docs/benchmarks.md; --cpus "
+                 "pins both).\n";
 
   Plot plot;
   plot.title = "pvgpu latency by mode";

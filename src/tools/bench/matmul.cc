@@ -90,7 +90,7 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
   std::vector<Result> results;
   std::string address;
   if (options.device != "cpu") {
-    PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options.host));
+    PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options));
     progress.Step("gpu through pvgpu");
     {
       // The context goes before the host does, or its destruction would find no host.

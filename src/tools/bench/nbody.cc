@@ -113,7 +113,7 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const NbodyParameters params;
   const NbodyState initial = InitialState(n);
-  PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options.host));
+  PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options));
 
   Progress progress("nbody");
   std::vector<Run> runs;
