@@ -289,8 +289,13 @@ TEST_F(CorruptRingTest, LengthPastTheTail) {
 }
 
 TEST_F(CorruptRingTest, ImpossibleHeadOnTheHostToGuestRing) {
-  internal::Word(header_->h2g_head).store(12345, std::memory_order_release);
-  Status sent = host_->Send(std::vector<uint8_t>{1, 2, 3});
+  // Ahead of any tail the host's ring reaches here. The producer reads the consumer's head only
+  // when the space it last saw runs out (a ring's worth of messages at most), and then finds it
+  // impossible.
+  internal::Word(header_->h2g_head).store(uint64_t{1} << 62, std::memory_order_release);
+  Status sent = Status::Ok();
+  const std::vector<uint8_t> message(1000, 7);
+  for (int i = 0; i < 100000 && sent.ok(); ++i) sent = host_->Send(message);
   EXPECT_EQ(sent.code(), Code::kInvalidValue) << sent.ToString();
   std::vector<uint8_t> got;
   EXPECT_EQ(host_->Receive(&got, 0).code(), Code::kInvalidValue);

@@ -15,16 +15,19 @@ Status Corrupt(const std::string& what) {
 
 }  // namespace
 
-StatusOr<size_t> RingWriter::FreeBytes() const {
+StatusOr<size_t> RingWriter::FreeBytes() {
   // Acquire: the consumer finished copying the bytes out before publishing its head. seq_cst
   // (free on x86 and ARMv8) because a producer about to sleep re-checks with this load after
   // raising its waiter flag (see ShmEndpoint::WaitUntil).
   const uint64_t head = Word(*head_word_).load(std::memory_order_seq_cst);
   const uint64_t used = tail_ - head;  // modular; a head ahead of our tail wraps to huge
-  if (used > capacity_) {
+  // A head behind the one seen before would also take back space we were told is free.
+  if (used > capacity_ || head - head_seen_ > tail_ - head_seen_) {
     return Corrupt("consumer head " + std::to_string(head) + " is not within " +
-                   std::to_string(capacity_) + " bytes behind tail " + std::to_string(tail_));
+                   std::to_string(capacity_) + " bytes behind tail " + std::to_string(tail_) +
+                   " and at or after " + std::to_string(head_seen_));
   }
+  head_seen_ = head;
   return capacity_ - used;
 }
 
@@ -67,18 +70,23 @@ void RingReader::CopyOut(uint64_t at, uint8_t* bytes, size_t size) const {
 }
 
 StatusOr<bool> RingReader::TryRead(std::vector<uint8_t>* out) {
-  // Acquire: the producer wrote the frame before publishing its tail.
-  const uint64_t tail = Word(*tail_word_).load(std::memory_order_acquire);
-  const uint64_t available = tail - head_;
-  if (available == 0) return false;
-  if (available > capacity_) {
-    return Corrupt("producer tail " + std::to_string(tail) + " is not within " +
-                   std::to_string(capacity_) + " bytes ahead of head " + std::to_string(head_));
+  if (tail_seen_ == head_) {
+    // Acquire: the producer wrote the frames before publishing its tail.
+    const uint64_t tail = Word(*tail_word_).load(std::memory_order_acquire);
+    const uint64_t published = tail - head_;
+    if (published == 0) return false;
+    if (published > capacity_) {
+      return Corrupt("producer tail " + std::to_string(tail) + " is not within " +
+                     std::to_string(capacity_) + " bytes ahead of head " + std::to_string(head_));
+    }
+    if (published < 8 || published % 8 != 0) {
+      return Corrupt("producer published " + std::to_string(published) +
+                     " bytes, not a whole number of frames");
+    }
+    tail_seen_ = tail;
   }
-  if (available < 8 || available % 8 != 0) {
-    return Corrupt("producer published " + std::to_string(available) +
-                   " bytes, not a whole number of frames");
-  }
+  // Validated when read, and only shrinks as whole frames are taken.
+  const uint64_t available = tail_seen_ - head_;
   uint32_t length;  // copied once: the peer may rewrite it while we look
   std::memcpy(&length, data_ + (head_ & (capacity_ - 1)), sizeof(length));
   if (length > max_message_) {

@@ -70,6 +70,50 @@ TEST_F(RingFixture, FreeSpaceShrinksUntilTheReaderCatchesUp) {
   EXPECT_GE(*writer.FreeBytes(), FrameBytes(100));
 }
 
+// The producer trusts the space it last saw and rereads the consumer's head only when that runs
+// out, so a consumer racing ahead does not pull the head's cache line over for every message.
+TEST_F(RingFixture, KnownFreeSpaceIsALowerBoundRefreshedByFreeBytes) {
+  EXPECT_EQ(writer.KnownFreeBytes(), kCapacity);
+  Put(Pattern(100, 0));
+  EXPECT_EQ(writer.KnownFreeBytes(), kCapacity - FrameBytes(100));
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(*reader.TryRead(&got));
+  EXPECT_EQ(writer.KnownFreeBytes(), kCapacity - FrameBytes(100));  // not reread yet
+  EXPECT_EQ(*writer.FreeBytes(), kCapacity);
+  EXPECT_EQ(writer.KnownFreeBytes(), kCapacity);
+}
+
+TEST_F(RingFixture, HeadMovingBackIsCorrupt) {
+  Put(Pattern(100, 0));
+  Put(Pattern(100, 1));
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(*reader.TryRead(&got));
+  ASSERT_TRUE(*reader.TryRead(&got));
+  ASSERT_EQ(*writer.FreeBytes(), kCapacity);
+  head.value -= FrameBytes(100);  // within the ring, but behind what was already freed
+  StatusOr<size_t> free = writer.FreeBytes();
+  ASSERT_FALSE(free.ok());
+  EXPECT_EQ(free.status().code(), Code::kInvalidValue);
+  EXPECT_NE(free.status().message().find("corrupt ring"), std::string::npos);
+}
+
+// Frames already published stay readable one by one without rereading the tail; the ones
+// published later are found once those are used up.
+TEST_F(RingFixture, ReaderTakesEveryFramePublishedInOneBatchAndThenTheNext) {
+  for (uint32_t i = 0; i < 3; ++i) Put(Pattern(40 + i, i));
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(*reader.TryRead(&got));
+  EXPECT_EQ(got, Pattern(40, 0));
+  Put(Pattern(99, 9));
+  for (uint32_t i = 1; i < 3; ++i) {
+    ASSERT_TRUE(*reader.TryRead(&got));
+    EXPECT_EQ(got, Pattern(40 + i, i));
+  }
+  ASSERT_TRUE(*reader.TryRead(&got));
+  EXPECT_EQ(got, Pattern(99, 9));
+  EXPECT_FALSE(*reader.TryRead(&got));
+}
+
 TEST_F(RingFixture, EmptyRingReadsNothing) {
   std::vector<uint8_t> got;
   StatusOr<bool> read = reader.TryRead(&got);

@@ -141,9 +141,12 @@ Status ShmEndpoint::WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadl
   auto spin_end = std::chrono::steady_clock::now() + kSpin;
   if (!deadline.infinite()) spin_end = std::min(spin_end, deadline.when());
   switch (Spin(ready, spin_end)) {
-    case SpinResult::kReady: return Status::Ok();
-    case SpinResult::kPeerGone: return PeerGone();
-    case SpinResult::kTimedOut: break;
+    case SpinResult::kReady:
+      return Status::Ok();
+    case SpinResult::kPeerGone:
+      return PeerGone();
+    case SpinResult::kTimedOut:
+      break;
   }
   for (;;) {
     // Raise our flag, then re-check (Dekker with the peer's seq_cst publish-then-check; the
@@ -185,6 +188,7 @@ Status ShmEndpoint::Send(std::span<const std::span<const uint8_t>> parts) {
   const size_t frame = FrameBytes(total);
   for (;;) {
     if (peer_closed()) return PeerGone();
+    if (tx_.KnownFreeBytes() >= frame) break;
     StatusOr<size_t> free = tx_.FreeBytes();
     if (!free.ok()) return Poison(free.status());
     if (*free >= frame) break;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include "tools/bench/bench.h"
