@@ -11,8 +11,7 @@ namespace {
 
 using namespace protocol;
 
-MemcpyHtoDRegionRequest RegionCopy(uint64_t dst, uint64_t region, uint64_t offset,
-                                   uint64_t size) {
+MemcpyHtoDRegionRequest RegionCopy(uint64_t dst, uint64_t region, uint64_t offset, uint64_t size) {
   MemcpyHtoDRegionRequest copy;
   copy.ctx = kCtx;
   copy.dst = dst;
@@ -159,19 +158,29 @@ TEST_F(ProtocolAbuseTest, RingLengthWordPastTheTail) {
 }
 
 TEST_F(ProtocolAbuseTest, RingReplyIndexCorrupted) {
-  // The host finds the guest's consumer index impossible when it replies: the reply cannot be
-  // delivered and the session must end, with the reason logged.
+  // The host finds the guest's consumer index impossible when it next needs it: once its
+  // replies have used the space it last knew free (the whole ring, at first). The replies
+  // cannot be delivered and the session must end, with the reason logged.
   const size_t before = daemon_->CountInLog("protocol violation: channel error:");
   ++attacks_;
   RingGuest guest(daemon_->socket_path());
   guest.CorruptReplyHead(uint64_t{1} << 50);
-  MessageHeader header{static_cast<uint32_t>(Op::kHello), 0, 1};
+  auto request = [&](Op op, uint64_t seq, const void* body, size_t size) {
+    MessageHeader header{static_cast<uint32_t>(op), 0, seq};
+    std::vector<uint8_t> frame = Bytes(&header, sizeof(header));
+    const std::vector<uint8_t> bytes = Bytes(body, size);
+    frame.insert(frame.end(), bytes.begin(), bytes.end());
+    guest.WriteFrame(frame);
+  };
   HelloRequest hello;
   hello.protocol_version = kProtocolVersion;
-  std::vector<uint8_t> frame = Bytes(&header, sizeof(header));
-  const std::vector<uint8_t> body = Bytes(&hello, sizeof(hello));
-  frame.insert(frame.end(), body.begin(), body.end());
-  guest.WriteFrame(frame);
+  request(Op::kHello, 1, &hello, sizeof(hello));
+  // Each reply is about 1 KiB: more than a ring's worth in all, never read.
+  const DeviceGetInfoRequest info{};
+  const uint64_t replies = RingGuest::kRing / sizeof(DeviceGetInfoReply) + 8;
+  for (uint64_t seq = 2; seq < 2 + replies; ++seq) {
+    request(Op::kDeviceGetInfo, seq, &info, sizeof(info));
+  }
   EXPECT_TRUE(guest.AwaitHangUp());
   EXPECT_TRUE(Await([&] {
     return daemon_->CountInLog("protocol violation: channel error:") > before;

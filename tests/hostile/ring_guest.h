@@ -45,13 +45,13 @@ class RingGuest {
     to_guest_ = in::UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     in::SetupRequest request{in::kSetupMagic, transport::kTransportVersion, 0, kRing, kRing};
     const int fds[3] = {memfd_.get(), to_host_.get(), to_guest_.get()};
-    Status sent = in::SendRecord(sock_.get(),
-                                 {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                                 std::span<const int>(fds, 3));
+    Status sent =
+        in::SendRecord(sock_.get(), {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
+                       std::span<const int>(fds, 3));
     in::SetupReply reply{};
     std::vector<in::UniqueFd> none;
-    auto got = in::ReceiveRecord(sock_.get(), reinterpret_cast<uint8_t*>(&reply), sizeof(reply),
-                                 0, &none, in::Deadline(5000));
+    auto got = in::ReceiveRecord(sock_.get(), reinterpret_cast<uint8_t*>(&reply), sizeof(reply), 0,
+                                 &none, in::Deadline(5000));
     if (!sent.ok() || !got.ok() || reply.accepted != 1) {
       throw std::runtime_error("set-up refused");
     }
@@ -79,7 +79,8 @@ class RingGuest {
     (void)!::write(to_host_.get(), &one, sizeof(one));
   }
   uint64_t tail() const { return tail_; }
-  // Overwrites the host-to-guest consumer index (the host checks it before each reply).
+  // Overwrites the host-to-guest consumer index (the host reads it when the reply space it
+  // last saw is used up).
   void CorruptReplyHead(uint64_t head) {
     transport::internal::Word(header_->h2g_head).store(head, std::memory_order_release);
   }
