@@ -148,7 +148,7 @@ BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigu
   report.table = "pvgpu bench latency: " + host + "\n\n" + table.Render() + "\n" +
                  target_table.Render() + "\n" + switch_table.Render() +
                  "\nIn-process queries read a completion counter, as a native driver would.\n"
-                 "About two context switches per round trip mean that the guest and the host "
+                 "About one context switch per round trip means that the guest and the host "
                  "took turns on one CPU\n(see 'CPU placement' in docs/benchmarks.md; --cpus "
                  "pins both).\n";
 

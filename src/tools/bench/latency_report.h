@@ -17,8 +17,8 @@ struct LatencyFigures {
   double event_query = 0;   // cuEventQuery on a completed event
   double copy_htod = 0;     // 4-byte cuMemcpyHtoD
   double copy_dtoh = 0;     // 4-byte cuMemcpyDtoH
-  // Context switches of the calling thread per operation, over all rounds. About two per
-  // round trip mean that guest and host took turns on one CPU (docs/benchmarks.md).
+  // Context switches of the calling thread per operation, over all rounds. About one per
+  // round trip means that guest and host took turns on one CPU (docs/benchmarks.md).
   struct Switches {
     double launch_async = 0;
     double launch_sync = 0;
