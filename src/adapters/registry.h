@@ -11,7 +11,7 @@
 namespace pvgpu::adapters {
 
 struct RegistryOptions {
-  unsigned cpu_threads = 0;       // workers shared by all cpu adapters; 0 = one per CPU
+  unsigned cpu_threads = 0;       // workers shared by all cpu adapters; 0 = UsableCpus()
   uint64_t cpu_memory_bytes = 0;  // default budget of each cpu adapter; 0 = half of RAM
   std::string cuda_driver;        // --cuda-driver: libcuda.so.1 to load; empty: standard paths
   std::string nvml;               // --nvml: libnvidia-ml.so.1 to load; empty: standard paths

@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
                  "kinds: cpu, cuda (every GPU of the host's CUDA driver)")
       ->capture_default_str();
   app.add_option("--threads", options.threads,
-                 "Worker threads of the cpu adapters (0: one per CPU)")
+                 "Worker threads of the cpu adapters (0: one per CPU the daemon may use)")
       ->capture_default_str();
   app.add_option("--memory", options.memory,
                  "Device memory each cpu adapter offers, e.g. 8G (default: half of RAM)");

@@ -14,6 +14,7 @@
 #include <deque>
 #include <thread>
 
+#include "common/cpus.h"
 #include "ptx/program.h"
 #include "ptx/warp.h"
 
@@ -208,7 +209,7 @@ struct Executor::Impl {
 };
 
 Executor::Executor(unsigned threads) : impl_(std::make_unique<Impl>()) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = UsableCpus();
   for (unsigned i = 0; i < threads; ++i)
     impl_->workers.emplace_back([this, i] { impl_->Worker(i); });
 }

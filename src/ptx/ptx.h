@@ -153,7 +153,7 @@ struct LaunchEnv {
 // guests' kernels share the cores fairly.
 class Executor {
  public:
-  // threads == 0 means one per online CPU.
+  // threads == 0 means one per CPU the process may use (UsableCpus).
   explicit Executor(unsigned threads = 0);
   ~Executor();
   Executor(const Executor&) = delete;

@@ -11,8 +11,8 @@
 #include <memory>
 #include <optional>
 #include <string_view>
-#include <thread>
 
+#include "common/cpus.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/report.h"
 #include "tools/bench/svg_plot.h"
@@ -150,8 +150,7 @@ int RunBench(const bench::BenchOptions& options) {
 namespace bench {
 
 nlohmann::ordered_json MachineJson() {
-  return nlohmann::ordered_json{{"cpus", std::thread::hardware_concurrency()},
-                                {"cpu_model", CpuModel()}};
+  return nlohmann::ordered_json{{"cpus", UsableCpus()}, {"cpu_model", CpuModel()}};
 }
 
 }  // namespace bench

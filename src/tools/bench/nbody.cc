@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "common/cpus.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/guest_device.h"
 #include "tools/bench/host_session.h"
@@ -110,7 +111,7 @@ double MaxDifference(const std::vector<float>& a, const std::vector<float>& b) {
 StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
   const int n = options.n > 0 ? options.n : 4096;
   const int steps = options.iterations > 0 ? options.iterations : (options.quick ? 1 : 5);
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = UsableCpus();
   const NbodyParameters params;
   const NbodyState initial = InitialState(n);
   PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options));
