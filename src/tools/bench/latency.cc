@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "tools/bench/bench.h"
+#include "tools/bench/device.h"
 #include "tools/bench/guest_device.h"
 #include "tools/bench/host_session.h"
 #include "tools/bench/inprocess_device.h"
@@ -53,6 +54,30 @@ StatusOr<double> BestMicros(int rounds, int count, const std::function<Status(in
   return best;
 }
 
+// 4-byte HtoD copies, each batch ended by `settle_htod` (so that a channel figure includes
+// the delivery), then 4-byte DtoH copies, between `*value` and the device word `word`.
+Status MeasureSmallCopies(const Counts& counts, Device& device, uint64_t word,
+                          const std::function<Status()>& settle_htod, uint32_t* value,
+                          LatencyFigures* out) {
+  PVGPU_ASSIGN_OR_RETURN(out->copy_htod, BestMicros(
+                                             counts.rounds, counts.copies,
+                                             [&](int count) {
+                                               for (int i = 0; i < count; ++i)
+                                                 PVGPU_TRY(device.Upload(word, value, 4));
+                                               return settle_htod();
+                                             },
+                                             &out->switches.copy_htod));
+  PVGPU_ASSIGN_OR_RETURN(out->copy_dtoh, BestMicros(
+                                             counts.rounds, counts.copies,
+                                             [&](int count) {
+                                               for (int i = 0; i < count; ++i)
+                                                 PVGPU_TRY(device.Download(value, word, 4));
+                                               return Status::Ok();
+                                             },
+                                             &out->switches.copy_dtoh));
+  return Status::Ok();
+}
+
 StatusOr<LatencyFigures> MeasureInprocess(const Counts& counts, Progress& progress) {
   progress.Step("in-process");
   PVGPU_ASSIGN_OR_RETURN(auto device, InprocessDevice::Open());
@@ -83,22 +108,8 @@ StatusOr<LatencyFigures> MeasureInprocess(const Counts& counts, Progress& progre
   PVGPU_ASSIGN_OR_RETURN(out.stream_query, BestMicros(counts.rounds, counts.queries, queries));
   out.event_query = out.stream_query;
   uint32_t value = 42;
-  PVGPU_ASSIGN_OR_RETURN(out.copy_htod, BestMicros(
-                                            counts.rounds, counts.copies,
-                                            [&](int count) {
-                                              for (int i = 0; i < count; ++i)
-                                                PVGPU_TRY(device->Upload(word, &value, 4));
-                                              return Status::Ok();
-                                            },
-                                            &out.switches.copy_htod));
-  PVGPU_ASSIGN_OR_RETURN(out.copy_dtoh, BestMicros(
-                                            counts.rounds, counts.copies,
-                                            [&](int count) {
-                                              for (int i = 0; i < count; ++i)
-                                                PVGPU_TRY(device->Download(&value, word, 4));
-                                              return Status::Ok();
-                                            },
-                                            &out.switches.copy_dtoh));
+  PVGPU_TRY(MeasureSmallCopies(
+      counts, *device, word, [] { return Status::Ok(); }, &value, &out));
   return out;
 }
 
@@ -155,22 +166,7 @@ StatusOr<LatencyFigures> MeasureChannel(const Counts& counts, const std::string&
   uint32_t value = 42;
   // A synchronous HtoD copy may return before the host has the bytes (CUDA allows it for
   // pageable memory); the final synchronize makes the figure include the delivery.
-  PVGPU_ASSIGN_OR_RETURN(out.copy_htod, BestMicros(
-                                            counts.rounds, counts.copies,
-                                            [&](int count) {
-                                              for (int i = 0; i < count; ++i)
-                                                PVGPU_TRY(device->Upload(word, &value, 4));
-                                              return sync();
-                                            },
-                                            &out.switches.copy_htod));
-  PVGPU_ASSIGN_OR_RETURN(out.copy_dtoh, BestMicros(
-                                            counts.rounds, counts.copies,
-                                            [&](int count) {
-                                              for (int i = 0; i < count; ++i)
-                                                PVGPU_TRY(device->Download(&value, word, 4));
-                                              return Status::Ok();
-                                            },
-                                            &out.switches.copy_dtoh));
+  PVGPU_TRY(MeasureSmallCopies(counts, *device, word, sync, &value, &out));
   if (value != 42) return Error(Code::kUnknown, "4-byte round trip returned the wrong value");
   return out;
 }
