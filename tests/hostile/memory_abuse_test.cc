@@ -141,13 +141,9 @@ TEST_F(ProtocolAbuseTest, RingLengthWordPastTheTail) {
   ++attacks_;
   RingGuest guest(daemon_->socket_path());
   // An honest Hello first, so the session is past its handshake.
-  MessageHeader header{static_cast<uint32_t>(Op::kHello), 0, 1};
   HelloRequest hello;
   hello.protocol_version = kProtocolVersion;
-  std::vector<uint8_t> frame = Bytes(&header, sizeof(header));
-  const std::vector<uint8_t> body = Bytes(&hello, sizeof(hello));
-  frame.insert(frame.end(), body.begin(), body.end());
-  guest.WriteFrame(frame);
+  guest.WriteRequest(static_cast<uint32_t>(Op::kHello), 1, &hello, sizeof(hello));
   guest.WriteLengthWord(0xFFFFFFF0u);
   guest.Publish(guest.tail() + 64);
   EXPECT_TRUE(guest.AwaitHangUp());
@@ -165,21 +161,14 @@ TEST_F(ProtocolAbuseTest, RingReplyIndexCorrupted) {
   ++attacks_;
   RingGuest guest(daemon_->socket_path());
   guest.CorruptReplyHead(uint64_t{1} << 50);
-  auto request = [&](Op op, uint64_t seq, const void* body, size_t size) {
-    MessageHeader header{static_cast<uint32_t>(op), 0, seq};
-    std::vector<uint8_t> frame = Bytes(&header, sizeof(header));
-    const std::vector<uint8_t> bytes = Bytes(body, size);
-    frame.insert(frame.end(), bytes.begin(), bytes.end());
-    guest.WriteFrame(frame);
-  };
   HelloRequest hello;
   hello.protocol_version = kProtocolVersion;
-  request(Op::kHello, 1, &hello, sizeof(hello));
+  guest.WriteRequest(static_cast<uint32_t>(Op::kHello), 1, &hello, sizeof(hello));
   // Each reply is about 1 KiB: more than a ring's worth in all, never read.
   const DeviceGetInfoRequest info{};
   const uint64_t replies = RingGuest::kRing / sizeof(DeviceGetInfoReply) + 8;
   for (uint64_t seq = 2; seq < 2 + replies; ++seq) {
-    request(Op::kDeviceGetInfo, seq, &info, sizeof(info));
+    guest.WriteRequest(static_cast<uint32_t>(Op::kDeviceGetInfo), seq, &info, sizeof(info));
   }
   EXPECT_TRUE(guest.AwaitHangUp());
   EXPECT_TRUE(Await([&] {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/wire.h"
 #include "transport/channel.h"
 #include "transport/fd_util.h"
 #include "transport/shm_layout_unsafe.h"
@@ -68,6 +69,14 @@ class RingGuest {
     std::memcpy(g2h_ + tail_ % kRing, &length, 4);
     std::memcpy(g2h_ + tail_ % kRing + 4, message.data(), message.size());
     Publish(tail_ + ((4 + message.size() + 7) & ~size_t{7}));
+  }
+  // Writes one request as an honest frame: the message header for `op` and `seq`, then `body`.
+  void WriteRequest(uint32_t op, uint64_t seq, const void* body, size_t size) {
+    const protocol::MessageHeader header{op, 0, seq};
+    std::vector<uint8_t> message(sizeof(header) + size);
+    std::memcpy(message.data(), &header, sizeof(header));
+    if (size != 0) std::memcpy(message.data() + sizeof(header), body, size);
+    WriteFrame(message);
   }
   // Writes a raw length word at the current tail (without its bytes).
   void WriteLengthWord(uint32_t length) { std::memcpy(g2h_ + tail_ % kRing, &length, 4); }
