@@ -47,8 +47,8 @@ TEST(BenchCommand, LatencyReportsEveryModeAndTarget) {
   const std::string plot = testing::TempDir() + "/latency.svg";
   Json json = RunJson("bench latency --json --quick --plot " + plot);
   ASSERT_TRUE(json.is_object());
-  for (const char* key : {"launch_async_us", "launch_sync_us", "query_us", "copy_small_us",
-                          "copy_htod_small_us", "copy_dtoh_small_us"}) {
+  for (const char* key : {"launch_async_us", "launch_sync_us", "launch_call_us", "query_us",
+                          "copy_small_us", "copy_htod_small_us", "copy_dtoh_small_us"}) {
     ASSERT_TRUE(json[key].is_object()) << key;
     for (const char* mode : {"inprocess", "channel", "channel_unpipelined"}) {
       EXPECT_TRUE(json[key][mode].is_number()) << key << "." << mode;
@@ -65,6 +65,7 @@ TEST(BenchCommand, LatencyReportsEveryModeAndTarget) {
   EXPECT_FALSE(json.contains("cpus"));
   EXPECT_TRUE(Positive(json["ratios"]["launch_async_channel_vs_inprocess"]));
   EXPECT_TRUE(Positive(json["ratios"]["launch_throughput_pipelined_vs_unpipelined"]));
+  EXPECT_TRUE(Positive(json["ratios"]["launch_call_unpipelined_vs_pipelined"]));
   ASSERT_EQ(json["targets"].size(), 3u);
   for (const Json& target : json["targets"]) EXPECT_TRUE(target["pass"].is_boolean());
 

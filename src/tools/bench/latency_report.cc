@@ -22,6 +22,8 @@ const std::vector<Metric>& Metrics() {
        [](const LatencyFigures& f) { return f.launch_async; }},
       {"launch_sync_us", "launch + synchronize",
        [](const LatencyFigures& f) { return f.launch_sync; }},
+      {"launch_call_us", "launch call returns",
+       [](const LatencyFigures& f) { return f.launch_call; }},
       {"query_us", "stream/event query (mean)",
        [](const LatencyFigures& f) { return (f.stream_query + f.event_query) / 2; }},
       {"stream_query_us", "  cuStreamQuery",
@@ -55,10 +57,10 @@ const std::pair<const char*, double LatencyFigures::Switches::*> kSwitchKeys[] =
 Json FiguresToJson(const LatencyFigures& f) {
   Json switches = Json::object();
   for (const auto& [key, field] : kSwitchKeys) switches[key] = f.switches.*field;
-  return Json{{"launch_async_us", f.launch_async},  {"launch_sync_us", f.launch_sync},
-              {"stream_query_us", f.stream_query},  {"event_query_us", f.event_query},
-              {"copy_htod_small_us", f.copy_htod},  {"copy_dtoh_small_us", f.copy_dtoh},
-              {"context_switches_per_op", switches}};
+  return Json{{"launch_async_us", f.launch_async}, {"launch_sync_us", f.launch_sync},
+              {"launch_call_us", f.launch_call},   {"stream_query_us", f.stream_query},
+              {"event_query_us", f.event_query},   {"copy_htod_small_us", f.copy_htod},
+              {"copy_dtoh_small_us", f.copy_dtoh}, {"context_switches_per_op", switches}};
 }
 
 StatusOr<LatencyFigures> FiguresFromJson(const std::string& text) {
@@ -69,8 +71,9 @@ StatusOr<LatencyFigures> FiguresFromJson(const std::string& text) {
   LatencyFigures f;
   const std::pair<const char*, double*> fields[] = {
       {"launch_async_us", &f.launch_async}, {"launch_sync_us", &f.launch_sync},
-      {"stream_query_us", &f.stream_query}, {"event_query_us", &f.event_query},
-      {"copy_htod_small_us", &f.copy_htod}, {"copy_dtoh_small_us", &f.copy_dtoh}};
+      {"launch_call_us", &f.launch_call},   {"stream_query_us", &f.stream_query},
+      {"event_query_us", &f.event_query},   {"copy_htod_small_us", &f.copy_htod},
+      {"copy_dtoh_small_us", &f.copy_dtoh}};
   for (const auto& [key, slot] : fields) {
     if (!json.contains(key) || !json[key].is_number()) {
       return Error(Code::kUnknown, std::string("PVGPU_PIPELINE=0 run reported no ") + key);
@@ -118,6 +121,7 @@ BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigu
       {"launch_async_channel_vs_inprocess", targets[0].measured},
       {"launch_sync_channel_vs_inprocess", targets[1].measured},
       {"launch_throughput_pipelined_vs_unpipelined", targets[2].measured},
+      {"launch_call_unpipelined_vs_pipelined", unpipelined.launch_call / channel.launch_call},
       {"query_channel_vs_inprocess", (channel.stream_query + channel.event_query) /
                                          (inprocess.stream_query + inprocess.event_query)},
       {"copy_small_channel_vs_inprocess",
@@ -147,7 +151,10 @@ BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigu
   json["context_switches_per_op"] = switch_json;
   report.table = "pvgpu bench latency: " + host + "\n\n" + table.Render() + "\n" +
                  target_table.Render() + "\n" + switch_table.Render() +
-                 "\nIn-process queries read a completion counter, as a native driver would.\n"
+                 "\n'launch, pipelined' is sustained throughput (many launches, then one "
+                 "synchronize); 'launch call returns'\nis the caller's time inside "
+                 "cuLaunchKernel, 100 launches at a time, while the host runs them.\n"
+                 "In-process queries read a completion counter, as a native driver would.\n"
                  "About one context switch per round trip means that the guest and the host "
                  "took turns on one CPU\n(see 'CPU placement' in docs/benchmarks.md; --cpus "
                  "pins both).\n";

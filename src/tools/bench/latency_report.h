@@ -13,6 +13,7 @@ namespace pvgpu::tools::bench {
 struct LatencyFigures {
   double launch_async = 0;  // empty kernel, many launches then one synchronize, per launch
   double launch_sync = 0;   // launch followed by synchronize, per pair
+  double launch_call = 0;   // the caller's time inside one launch call, in bursts
   double stream_query = 0;  // cuStreamQuery on completed work
   double event_query = 0;   // cuEventQuery on a completed event
   double copy_htod = 0;     // 4-byte cuMemcpyHtoD
