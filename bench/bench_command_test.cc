@@ -20,9 +20,9 @@ struct Output {
   std::string out;
 };
 
-Output RunPvgpu(const std::string& args) {
+// Runs a shell command line and collects its stdout and exit status.
+Output RunShell(const std::string& command) {
   Output result;
-  const std::string command = std::string(PVGPU_BINARY) + " " + args;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
   char buffer[4096];
@@ -31,6 +31,10 @@ Output RunPvgpu(const std::string& args) {
   const int status = pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+Output RunPvgpu(const std::string& args) {
+  return RunShell(std::string(PVGPU_BINARY) + " " + args);
 }
 
 Json RunJson(const std::string& args) {
@@ -98,6 +102,32 @@ TEST(BenchCommand, LatencyWithBothOnOneCpuCountsTheirTurns) {
   EXPECT_GE(sync["channel"].get<double>(), 1.0) << sync;
   EXPECT_GE(sync["channel_unpipelined"].get<double>(), 1.0) << sync;
   EXPECT_LT(sync["inprocess"].get<double>(), 1.0) << sync;
+}
+
+// The PVGPU_PIPELINE=0 half runs in a child that does one round per line it is sent, so that
+// the modes take turns; a malformed request ends it with an error, not a guess.
+TEST(BenchCommand, LatencyChildDoesOneRoundPerLine) {
+  Output output = RunShell(
+      "printf 'launch_sync 10\\nevent_query 5\\nlaunch_call 3\\nbogus 1\\n"
+      "launch_sync 1\\n' | PVGPU_PIPELINE=0 " +
+      std::string(PVGPU_BINARY) + " bench latency --channel-only");
+  EXPECT_EQ(output.status, 1) << output.out;
+  std::istringstream lines(output.out);
+  std::string line;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(std::getline(lines, line)) << output.out;
+    std::istringstream words(line);
+    std::string ok;
+    double seconds = -1;
+    long switches = -1;
+    ASSERT_TRUE(words >> ok >> seconds >> switches) << line;
+    EXPECT_EQ(ok, "ok");
+    EXPECT_GT(seconds, 0) << line;
+    EXPECT_GE(switches, 0) << line;
+  }
+  ASSERT_TRUE(std::getline(lines, line)) << output.out;
+  EXPECT_EQ(line, "error malformed request 'bogus 1'");
+  EXPECT_FALSE(std::getline(lines, line)) << "answered after the error: " << line;
 }
 
 TEST(BenchCommand, BadCpusAreRefused) {

@@ -1,6 +1,8 @@
 #include "tools/bench/host_session.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,8 +69,8 @@ void HostSession::Stop() {
   if (private_host_) private_host_->Stop();
 }
 
-StatusOr<std::string> HostSession::RunSelf(const std::vector<std::string>& args,
-                                           const std::vector<std::string>& extra_env) const {
+StatusOr<std::unique_ptr<SelfChild>> HostSession::StartSelf(
+    const std::vector<std::string>& args, const std::vector<std::string>& extra_env) const {
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     if (std::strncmp(*entry, "PVGPU_HOST=", 11) == 0) continue;
@@ -78,10 +80,28 @@ StatusOr<std::string> HostSession::RunSelf(const std::vector<std::string>& args,
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   std::vector<std::string> argv = {"/proc/self/exe"};
   argv.insert(argv.end(), args.begin(), args.end());
+  std::string what = "pvgpu";
+  for (const std::string& arg : args) what += " " + arg;
 
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return Error(Code::kUnknown, std::string("pipe: ") + std::strerror(errno));
+  // One socket pair is the child's stdin and stdout: a socket, unlike a pipe, can be written
+  // without SIGPIPE (MSG_NOSIGNAL) if the child has died. Both ends live above fds 0-2, so
+  // that the child's dup2() calls cannot clobber its end even if pvgpu started with those
+  // closed.
+  int ends[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+    return Error(Code::kUnknown, std::string("socketpair: ") + std::strerror(errno));
+  }
+  ends[0] = MoveAboveStandardStreams(ends[0]);
+  ends[1] = MoveAboveStandardStreams(ends[1]);
+  auto close_all = [&] {
+    for (int fd : ends) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (ends[0] < 0 || ends[1] < 0) {
+    const int error = errno;
+    close_all();
+    return Error(Code::kUnknown, std::string("fcntl: ") + std::strerror(error));
   }
   // Everything the child needs is built before fork(); after it only async-signal-safe calls.
   std::vector<char*> c_argv, c_env;
@@ -91,33 +111,69 @@ StatusOr<std::string> HostSession::RunSelf(const std::vector<std::string>& args,
   c_env.push_back(nullptr);
   const pid_t pid = fork();
   if (pid < 0) {
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
-    return Error(Code::kUnknown, std::string("fork: ") + std::strerror(errno));
+    const int error = errno;
+    close_all();
+    return Error(Code::kUnknown, std::string("fork: ") + std::strerror(error));
   }
   if (pid == 0) {
-    dup2(pipe_fds[1], STDOUT_FILENO);  // dup2 clears close-on-exec on the copy
+    dup2(ends[1], STDIN_FILENO);  // dup2 clears close-on-exec on the copies
+    dup2(ends[1], STDOUT_FILENO);
     execve(c_argv[0], c_argv.data(), c_env.data());
     _exit(127);
   }
-  close(pipe_fds[1]);
-  std::string output;
+  close(ends[1]);
+  return std::make_unique<SelfChild>(pid, ends[0], std::move(what));
+}
+
+SelfChild::~SelfChild() {
+  if (pid_ < 0) return;
+  kill(pid_, SIGKILL);
+  (void)Finish();
+}
+
+StatusOr<std::string> SelfChild::Ask(const std::string& line) {
+  if (pid_ < 0) return Error(Code::kUnknown, what_ + " has already finished");
+  const std::string out = line + "\n";
+  for (size_t sent = 0; sent < out.size();) {
+    const ssize_t n = send(socket_, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error(Code::kUnknown, what_ + " stopped listening: " + std::strerror(errno));
+    sent += static_cast<size_t>(n);
+  }
+  for (;;) {
+    const size_t newline = buffered_.find('\n');
+    if (newline != std::string::npos) {
+      std::string answer = buffered_.substr(0, newline);
+      buffered_.erase(0, newline + 1);
+      return answer;
+    }
+    char buffer[256];
+    const ssize_t got = read(socket_, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return Error(Code::kUnknown, what_ + " ended without answering '" + line + "'");
+    buffered_.append(buffer, static_cast<size_t>(got));
+  }
+}
+
+Status SelfChild::Finish() {
+  if (pid_ < 0) return Status::Ok();
+  // End of its stdin is the child's sign to finish; whatever else it prints is drained so
+  // that it never blocks on a full socket.
+  shutdown(socket_, SHUT_WR);
   char buffer[4096];
   for (;;) {
-    const ssize_t got = read(pipe_fds[0], buffer, sizeof(buffer));
-    if (got > 0) {
-      output.append(buffer, static_cast<size_t>(got));
-    } else if (got == 0 || errno != EINTR) {
-      break;
-    }
+    const ssize_t got = read(socket_, buffer, sizeof(buffer));
+    if (got > 0 || (got < 0 && errno == EINTR)) continue;
+    break;
   }
-  close(pipe_fds[0]);
-  const int code = WaitForExitCode(pid);
+  close(socket_);
+  socket_ = -1;
+  const int code = WaitForExitCode(pid_);
+  pid_ = -1;
   if (code != 0) {
-    return Error(Code::kUnknown, "pvgpu bench child (" + args.front() + ") exited with status " +
-                                     std::to_string(code));
+    return Error(Code::kUnknown, what_ + " exited with status " + std::to_string(code));
   }
-  return output;
+  return Status::Ok();
 }
 
 }  // namespace pvgpu::tools::bench

@@ -1,12 +1,15 @@
 // The host a benchmark's channel half talks to: --host, else a reachable PVGPU_HOST, else a
-// private pvgpud on the cpu adapter started as `pvgpu run` starts one. Also runs this pvgpu
+// private pvgpud on the cpu adapter started as `pvgpu run` starts one. Also starts this pvgpu
 // again as a child against the same host, for measurements that need a different guest
 // environment (PVGPU_PIPELINE=0 is read once, when the guest library creates its client).
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -15,6 +18,30 @@
 #include "tools/private_host.h"
 
 namespace pvgpu::tools::bench {
+
+// A child `pvgpu` that answers one line for each line it is sent (its stdin and stdout are one
+// socket to us; its stderr is ours), so that its measurements can take turns with ours.
+class SelfChild {
+ public:
+  SelfChild(pid_t pid, int socket, std::string what)
+      : pid_(pid), socket_(socket), what_(std::move(what)) {}
+  SelfChild(const SelfChild&) = delete;
+  SelfChild& operator=(const SelfChild&) = delete;
+  // Kills and reaps the child if Finish() was not called.
+  ~SelfChild();
+
+  // Sends `line` (a newline is added) and returns the child's one-line answer, without its
+  // newline. Fails when the child ends or answers nothing.
+  StatusOr<std::string> Ask(const std::string& line);
+  // Ends the child's stdin (its sign to finish) and waits for it; fails unless it exits 0.
+  Status Finish();
+
+ private:
+  pid_t pid_;
+  int socket_;
+  std::string what_;      // for errors: "pvgpu bench latency --channel-only"
+  std::string buffered_;  // read from the child beyond the last answer
+};
 
 class HostSession {
  public:
@@ -29,11 +56,10 @@ class HostSession {
   // PREFIX/lib/pvgpu/libcuda.so.1.
   std::string guest_library() const { return layout_.guest_lib_dir + "/libcuda.so.1"; }
 
-  // Runs `pvgpu ARGS...` (this executable) with `extra_env` added and PVGPU_HOST set to this
-  // host, and returns what it wrote to stdout. Its stderr passes through. Fails when it exits
-  // nonzero.
-  StatusOr<std::string> RunSelf(const std::vector<std::string>& args,
-                                const std::vector<std::string>& extra_env) const;
+  // Starts `pvgpu ARGS...` (this executable) with `extra_env` added and PVGPU_HOST set to this
+  // host, talking to us through its stdin and stdout (SelfChild).
+  StatusOr<std::unique_ptr<SelfChild>> StartSelf(const std::vector<std::string>& args,
+                                                 const std::vector<std::string>& extra_env) const;
 
   // Stops a private host now (its messages then come before the report). Idempotent.
   void Stop();

@@ -1,12 +1,24 @@
 // `pvgpu bench latency`: what one small operation costs in-process, through the channel, and
 // through the channel with PVGPU_PIPELINE=0 (every call waits for the host, as the original
-// GPU-PV did). Each figure is the best of a few rounds, since a shared machine adds noise only
-// upwards.
+// GPU-PV did).
+//
+// The three modes take turns: each round times every operation once in each mode, one mode
+// right after the other, and each figure is the best of the rounds. A shared machine's speed
+// drifts over seconds, so modes measured one after the other (as they were at first) could
+// see different machines; taking turns puts each ratio's two figures a few milliseconds apart.
+// PVGPU_PIPELINE is read once, when the guest library creates its client, so the unpipelined
+// mode runs in a child pvgpu (`--channel-only`) that performs one round per line it is sent.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <functional>
+#include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "tools/bench/bench.h"
 #include "tools/bench/device.h"
@@ -26,7 +38,101 @@ struct Counts {
 
 Counts CountsFor(bool quick) {
   if (quick) return Counts{200, 40, 1000, 40, 1};
-  return Counts{5000, 1000, 100000, 1000, 3};
+  return Counts{5000, 1000, 100000, 1000, 5};
+}
+
+// The operations every mode times, in the order of a round.
+enum class Op {
+  kLaunchAsync,
+  kLaunchSync,
+  kLaunchCall,
+  kStreamQuery,
+  kEventQuery,
+  kCopyHtod,
+  kCopyDtoh
+};
+constexpr Op kOps[] = {Op::kLaunchAsync, Op::kLaunchSync, Op::kLaunchCall, Op::kStreamQuery,
+                       Op::kEventQuery,  Op::kCopyHtod,   Op::kCopyDtoh};
+
+// Names on the line protocol with the child.
+const char* OpName(Op op) {
+  switch (op) {
+    case Op::kLaunchAsync:
+      return "launch_async";
+    case Op::kLaunchSync:
+      return "launch_sync";
+    case Op::kLaunchCall:
+      return "launch_call";
+    case Op::kStreamQuery:
+      return "stream_query";
+    case Op::kEventQuery:
+      return "event_query";
+    case Op::kCopyHtod:
+      return "copy_htod";
+    case Op::kCopyDtoh:
+      return "copy_dtoh";
+  }
+  return "?";
+}
+
+std::optional<Op> OpNamed(std::string_view name) {
+  for (Op op : kOps) {
+    if (name == OpName(op)) return op;
+  }
+  return std::nullopt;
+}
+
+int CountOf(const Counts& counts, Op op) {
+  switch (op) {
+    case Op::kLaunchAsync:
+    case Op::kLaunchCall:
+      return counts.launches;
+    case Op::kLaunchSync:
+      return counts.syncs;
+    case Op::kStreamQuery:
+    case Op::kEventQuery:
+      return counts.queries;
+    case Op::kCopyHtod:
+    case Op::kCopyDtoh:
+      return counts.copies;
+  }
+  return 0;
+}
+
+double& FigureOf(LatencyFigures& figures, Op op) {
+  switch (op) {
+    case Op::kLaunchAsync:
+      return figures.launch_async;
+    case Op::kLaunchSync:
+      return figures.launch_sync;
+    case Op::kLaunchCall:
+      return figures.launch_call;
+    case Op::kStreamQuery:
+      return figures.stream_query;
+    case Op::kEventQuery:
+      return figures.event_query;
+    case Op::kCopyHtod:
+      return figures.copy_htod;
+    case Op::kCopyDtoh:
+      return figures.copy_dtoh;
+  }
+  return figures.launch_async;
+}
+
+// The operations whose context switches the report gives; null for the others.
+double* SwitchesOf(LatencyFigures& figures, Op op) {
+  switch (op) {
+    case Op::kLaunchAsync:
+      return &figures.switches.launch_async;
+    case Op::kLaunchSync:
+      return &figures.switches.launch_sync;
+    case Op::kCopyHtod:
+      return &figures.switches.copy_htod;
+    case Op::kCopyDtoh:
+      return &figures.switches.copy_dtoh;
+    default:
+      return nullptr;
+  }
 }
 
 // Context switches of the calling thread so far (voluntary and not).
@@ -36,174 +142,290 @@ long ThreadSwitches() {
   return usage.ru_nvcsw + usage.ru_nivcsw;
 }
 
-// Microseconds per call of `body` run `count` times, best of `rounds`. `body` returns a Status
-// for its whole batch so that failures stop the benchmark instead of being timed. `switches`,
-// when given, receives the calling thread's context switches per call over all rounds.
-StatusOr<double> BestMicros(int rounds, int count, const std::function<Status(int)>& body,
-                            double* switches = nullptr) {
-  double best = INFINITY;
-  const long switches_before = ThreadSwitches();
-  for (int r = 0; r < rounds; ++r) {
-    const Clock::time_point start = Clock::now();
-    PVGPU_TRY(body(count));
-    best = std::min(best, SecondsSince(start) * 1e6 / count);
-  }
-  if (switches != nullptr) {
-    *switches = static_cast<double>(ThreadSwitches() - switches_before) / (rounds * count);
-  }
-  return best;
-}
+// One round of one operation: the seconds that count and the thread's context switches.
+struct Round {
+  double seconds = 0;
+  long switches = 0;
+};
 
-// Microseconds the calling thread spends in `call` alone, best of `rounds` of `count` calls:
-// the calls run in bursts of `burst`, each followed by `settle`, which is not timed.
-StatusOr<double> BestBurstMicros(int rounds, int count, int burst,
-                                 const std::function<Status()>& call,
-                                 const std::function<Status()>& settle) {
-  double best = INFINITY;
-  for (int r = 0; r < rounds; ++r) {
-    double seconds = 0;
-    for (int done = 0; done < count;) {
-      const int n = std::min(burst, count - done);
-      const Clock::time_point start = Clock::now();
-      for (int i = 0; i < n; ++i) PVGPU_TRY(call());
-      seconds += SecondsSince(start);
-      PVGPU_TRY(settle());
-      done += n;
-    }
-    best = std::min(best, seconds * 1e6 / count);
-  }
-  return best;
+// Seconds that `body(count)` takes. `body` returns a Status for its whole batch so that
+// failures stop the benchmark instead of being timed.
+StatusOr<double> Timed(int count, const std::function<Status(int)>& body) {
+  const Clock::time_point start = Clock::now();
+  PVGPU_TRY(body(count));
+  return SecondsSince(start);
 }
 
 // Launches per burst for `launch_call`: their messages (about 150 bytes each) fit in any ring
 // many times over, so a pipelined call never waits for room.
 constexpr int kLaunchBurst = 100;
 
-// 4-byte HtoD copies, each batch ended by `settle_htod` (so that a channel figure includes
-// the delivery), then 4-byte DtoH copies, between `*value` and the device word `word`.
-Status MeasureSmallCopies(const Counts& counts, Device& device, uint64_t word,
-                          const std::function<Status()>& settle_htod, uint32_t* value,
-                          LatencyFigures* out) {
-  PVGPU_ASSIGN_OR_RETURN(out->copy_htod, BestMicros(
-                                             counts.rounds, counts.copies,
-                                             [&](int count) {
-                                               for (int i = 0; i < count; ++i)
-                                                 PVGPU_TRY(device.Upload(word, value, 4));
-                                               return settle_htod();
-                                             },
-                                             &out->switches.copy_htod));
-  PVGPU_ASSIGN_OR_RETURN(out->copy_dtoh, BestMicros(
-                                             counts.rounds, counts.copies,
-                                             [&](int count) {
-                                               for (int i = 0; i < count; ++i)
-                                                 PVGPU_TRY(device.Download(value, word, 4));
-                                               return Status::Ok();
-                                             },
-                                             &out->switches.copy_dtoh));
+// Seconds spent inside `call` alone, `count` times: in bursts of kLaunchBurst, each followed
+// by `settle`, which is not timed.
+StatusOr<double> TimedBursts(int count, const std::function<Status()>& call,
+                             const std::function<Status()>& settle) {
+  double seconds = 0;
+  for (int done = 0; done < count;) {
+    const int n = std::min(kLaunchBurst, count - done);
+    const Clock::time_point start = Clock::now();
+    for (int i = 0; i < n; ++i) PVGPU_TRY(call());
+    seconds += SecondsSince(start);
+    PVGPU_TRY(settle());
+    done += n;
+  }
+  return seconds;
+}
+
+// One way of doing the operations: in-process, through the channel, or a child doing it.
+class Mode {
+ public:
+  virtual ~Mode() = default;
+  virtual StatusOr<Round> Run(Op op, int count) = 0;
+};
+
+// A mode that runs in this process; it counts this thread's context switches.
+class LocalMode : public Mode {
+ public:
+  StatusOr<Round> Run(Op op, int count) final {
+    const long before = ThreadSwitches();
+    PVGPU_ASSIGN_OR_RETURN(double seconds, Seconds(op, count));
+    return Round{seconds, ThreadSwitches() - before};
+  }
+
+ protected:
+  virtual StatusOr<double> Seconds(Op op, int count) = 0;
+};
+
+class InprocessMode final : public LocalMode {
+ public:
+  static StatusOr<std::unique_ptr<InprocessMode>> Open() {
+    std::unique_ptr<InprocessMode> mode(new InprocessMode());
+    PVGPU_ASSIGN_OR_RETURN(mode->device_, InprocessDevice::Open());
+    PVGPU_ASSIGN_OR_RETURN(mode->empty_, mode->device_->KernelIndex(kEmptyKernel));
+    PVGPU_ASSIGN_OR_RETURN(mode->word_, mode->device_->Allocate(4));
+    PVGPU_TRY(mode->Launches(10));  // warms caches and the executor's per-thread buffers
+    return mode;
+  }
+
+ private:
+  InprocessMode() = default;
+
+  Status Launch() { return device_->LaunchPrepared(empty_, {1}, {32}, no_params_); }
+  Status Launches(int count) {
+    for (int i = 0; i < count; ++i) PVGPU_TRY(Launch());
+    return Status::Ok();
+  }
+
+  StatusOr<double> Seconds(Op op, int count) override {
+    switch (op) {
+      // An adapter launch returns when the kernel is done: launch, launch + synchronize and
+      // the launch call are one thing.
+      case Op::kLaunchAsync:
+      case Op::kLaunchSync:
+        return Timed(count, [&](int n) { return Launches(n); });
+      case Op::kLaunchCall:
+        return TimedBursts(
+            count, [&] { return Launch(); }, [] { return Status::Ok(); });
+      case Op::kStreamQuery:
+      case Op::kEventQuery:
+        // Natively, asking whether finished work is finished is one read of a completion
+        // counter.
+        return Timed(count, [&](int n) -> Status {
+          uint64_t done = 0;
+          for (int i = 0; i < n; ++i) done += fence_.load(std::memory_order_acquire) >= 1;
+          return done == static_cast<uint64_t>(n) ? Status::Ok()
+                                                  : Error(Code::kUnknown, "fence went back");
+        });
+      case Op::kCopyHtod:
+        return Timed(count, [&](int n) -> Status {
+          for (int i = 0; i < n; ++i) PVGPU_TRY(device_->Upload(word_, &value_, 4));
+          return Status::Ok();
+        });
+      case Op::kCopyDtoh:
+        return Timed(count, [&](int n) -> Status {
+          for (int i = 0; i < n; ++i) PVGPU_TRY(device_->Download(&value_, word_, 4));
+          return Status::Ok();
+        });
+    }
+    return Error(Code::kInvalidValue, "unknown operation");
+  }
+
+  std::unique_ptr<InprocessDevice> device_;
+  uint32_t empty_ = 0;
+  uint64_t word_ = 0;
+  const std::vector<uint8_t> no_params_;
+  std::atomic<uint64_t> fence_{1};
+  uint32_t value_ = 42;
+};
+
+class ChannelMode final : public LocalMode {
+ public:
+  static StatusOr<std::unique_ptr<ChannelMode>> Open(const std::string& library) {
+    std::unique_ptr<ChannelMode> mode(new ChannelMode());
+    PVGPU_ASSIGN_OR_RETURN(mode->device_, GuestDevice::Open(library));
+    PVGPU_ASSIGN_OR_RETURN(mode->empty_, mode->device_->Function(kEmptyKernel));
+    PVGPU_ASSIGN_OR_RETURN(mode->word_, mode->device_->Allocate(4));
+    const DriverApi& api = mode->device_->api();
+    PVGPU_TRY(api.Check(api.cuEventCreate(&mode->event_, CU_EVENT_DEFAULT), "cuEventCreate"));
+    // Wakes the host's session thread and warms its buffers; the event, recorded after that
+    // work and waited for, stays complete, so every query below is of finished work.
+    for (int i = 0; i < 10; ++i) PVGPU_TRY(mode->Launch());
+    PVGPU_TRY(api.Check(api.cuEventRecord(mode->event_, nullptr), "cuEventRecord"));
+    PVGPU_TRY(mode->Sync());
+    return mode;
+  }
+  ~ChannelMode() override {
+    if (event_ != nullptr) (void)device_->api().cuEventDestroy_v2(event_);
+  }
+
+ private:
+  ChannelMode() = default;
+
+  const DriverApi& api() const { return device_->api(); }
+  Status Launch() {
+    return api().Check(
+        api().cuLaunchKernel(empty_, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr),
+        "cuLaunchKernel");
+  }
+  Status Sync() { return api().Check(api().cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+  StatusOr<double> Seconds(Op op, int count) override {
+    switch (op) {
+      case Op::kLaunchAsync:
+        // Many launches, then one synchronize: the pipelined pattern of a real application.
+        return Timed(count, [&](int n) -> Status {
+          for (int i = 0; i < n; ++i) PVGPU_TRY(Launch());
+          return Sync();
+        });
+      case Op::kLaunchSync:
+        return Timed(count, [&](int n) -> Status {
+          for (int i = 0; i < n; ++i) {
+            PVGPU_TRY(Launch());
+            PVGPU_TRY(Sync());
+          }
+          return Status::Ok();
+        });
+      case Op::kLaunchCall:
+        // What cuLaunchKernel keeps the application's thread when the ring has room: the host
+        // runs each burst while it is being submitted.
+        return TimedBursts(
+            count, [&] { return Launch(); }, [&] { return Sync(); });
+      case Op::kStreamQuery:
+        return Timed(count, [&](int n) -> Status {
+          for (int i = 0; i < n; ++i) {
+            PVGPU_TRY(api().Check(api().cuStreamQuery(nullptr), "cuStreamQuery"));
+          }
+          return Status::Ok();
+        });
+      case Op::kEventQuery:
+        return Timed(count, [&](int n) -> Status {
+          for (int i = 0; i < n; ++i) {
+            PVGPU_TRY(api().Check(api().cuEventQuery(event_), "cuEventQuery"));
+          }
+          return Status::Ok();
+        });
+      case Op::kCopyHtod:
+        // A synchronous HtoD copy may return before the host has the bytes (CUDA allows it for
+        // pageable memory); the final synchronize makes the figure include the delivery.
+        return Timed(count, [&](int n) -> Status {
+          for (int i = 0; i < n; ++i) PVGPU_TRY(device_->Upload(word_, &value_, 4));
+          return Sync();
+        });
+      case Op::kCopyDtoh: {
+        auto seconds = Timed(count, [&](int n) -> Status {
+          for (int i = 0; i < n; ++i) PVGPU_TRY(device_->Download(&value_, word_, 4));
+          return Status::Ok();
+        });
+        if (seconds.ok() && value_ != 42) {
+          return Error(Code::kUnknown, "4-byte round trip returned the wrong value");
+        }
+        return seconds;
+      }
+    }
+    return Error(Code::kInvalidValue, "unknown operation");
+  }
+
+  std::unique_ptr<GuestDevice> device_;
+  CUfunction empty_ = nullptr;
+  uint64_t word_ = 0;
+  CUevent event_ = nullptr;
+  uint32_t value_ = 42;
+};
+
+// The PVGPU_PIPELINE=0 mode: a child pvgpu doing each round when asked (ServeRounds).
+class ChildMode final : public Mode {
+ public:
+  explicit ChildMode(std::unique_ptr<SelfChild> child) : child_(std::move(child)) {}
+
+  StatusOr<Round> Run(Op op, int count) override {
+    PVGPU_ASSIGN_OR_RETURN(std::string answer,
+                           child_->Ask(std::string(OpName(op)) + " " + std::to_string(count)));
+    std::istringstream in(answer);
+    std::string word;
+    Round round;
+    if (in >> word && word == "ok" && in >> round.seconds >> round.switches) return round;
+    return Error(Code::kUnknown, "the PVGPU_PIPELINE=0 run failed: " + answer);
+  }
+  Status Finish() { return child_->Finish(); }
+
+ private:
+  std::unique_ptr<SelfChild> child_;
+};
+
+// The child's side: one round per line "OPERATION COUNT" on stdin, answered on stdout with
+// "ok SECONDS SWITCHES" or "error MESSAGE", until stdin ends.
+Status ServeRounds(Mode& mode) {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string name;
+    int count = 0;
+    std::optional<Op> op;
+    if (in >> name >> count) op = OpNamed(name);
+    if (!op || count <= 0) {
+      std::printf("error malformed request '%s'\n", line.c_str());
+      std::fflush(stdout);
+      return Error(Code::kInvalidValue, "malformed request '" + line + "'");
+    }
+    StatusOr<Round> round = mode.Run(*op, count);
+    if (!round.ok()) {
+      std::printf("error %s\n", round.status().message().c_str());
+      std::fflush(stdout);
+      return round.status();
+    }
+    std::printf("ok %.17g %ld\n", round->seconds, round->switches);
+    std::fflush(stdout);
+  }
   return Status::Ok();
 }
 
-StatusOr<LatencyFigures> MeasureInprocess(const Counts& counts, Progress& progress) {
-  progress.Step("in-process");
-  PVGPU_ASSIGN_OR_RETURN(auto device, InprocessDevice::Open());
-  PVGPU_ASSIGN_OR_RETURN(uint32_t empty, device->KernelIndex(kEmptyKernel));
-  PVGPU_ASSIGN_OR_RETURN(uint64_t word, device->Allocate(4));
-  const std::vector<uint8_t> no_params;
-  auto launches = [&](int count) -> Status {
-    for (int i = 0; i < count; ++i) {
-      PVGPU_TRY(device->LaunchPrepared(empty, {1}, {32}, no_params));
+// Every operation, `counts.rounds` times, the modes taking turns (who goes first rotates from
+// round to round). Microseconds per operation, best of the rounds; switches per operation
+// over all rounds.
+StatusOr<std::vector<LatencyFigures>> MeasureInTurns(const Counts& counts,
+                                                     const std::vector<Mode*>& modes,
+                                                     Progress& progress) {
+  const size_t n = modes.size();
+  std::vector<LatencyFigures> figures(n);
+  for (LatencyFigures& f : figures) {
+    for (Op op : kOps) FigureOf(f, op) = INFINITY;
+  }
+  for (int r = 0; r < counts.rounds; ++r) {
+    progress.Step("round " + std::to_string(r + 1) + " of " + std::to_string(counts.rounds));
+    for (Op op : kOps) {
+      const int count = CountOf(counts, op);
+      for (size_t k = 0; k < n; ++k) {
+        const size_t m = (r + k) % n;
+        PVGPU_ASSIGN_OR_RETURN(Round round, modes[m]->Run(op, count));
+        double& best = FigureOf(figures[m], op);
+        best = std::min(best, round.seconds * 1e6 / count);
+        if (double* switches = SwitchesOf(figures[m], op)) {
+          *switches += static_cast<double>(round.switches) / (counts.rounds * count);
+        }
+      }
     }
-    return Status::Ok();
-  };
-  PVGPU_TRY(launches(10));  // warms caches and the executor's per-thread buffers
-  LatencyFigures out;
-  PVGPU_ASSIGN_OR_RETURN(out.launch_async, BestMicros(counts.rounds, counts.launches, launches,
-                                                      &out.switches.launch_async));
-  // An adapter launch returns when the kernel is done: launch and launch+sync are one thing,
-  // and the call's own cost is the whole launch.
-  PVGPU_ASSIGN_OR_RETURN(out.launch_call,
-                         BestBurstMicros(
-                             counts.rounds, counts.launches, kLaunchBurst,
-                             [&] { return device->LaunchPrepared(empty, {1}, {32}, no_params); },
-                             [] { return Status::Ok(); }));
-  PVGPU_ASSIGN_OR_RETURN(out.launch_sync, BestMicros(counts.rounds, counts.syncs, launches,
-                                                     &out.switches.launch_sync));
-  // Natively, asking whether finished work is finished is one read of a completion counter.
-  std::atomic<uint64_t> fence{1};
-  auto queries = [&](int count) -> Status {
-    uint64_t done = 0;
-    for (int i = 0; i < count; ++i) done += fence.load(std::memory_order_acquire) >= 1;
-    return done == static_cast<uint64_t>(count) ? Status::Ok()
-                                                : Error(Code::kUnknown, "fence went back");
-  };
-  PVGPU_ASSIGN_OR_RETURN(out.stream_query, BestMicros(counts.rounds, counts.queries, queries));
-  out.event_query = out.stream_query;
-  uint32_t value = 42;
-  PVGPU_TRY(MeasureSmallCopies(
-      counts, *device, word, [] { return Status::Ok(); }, &value, &out));
-  return out;
-}
-
-StatusOr<LatencyFigures> MeasureChannel(const Counts& counts, const std::string& library) {
-  PVGPU_ASSIGN_OR_RETURN(auto device, GuestDevice::Open(library));
-  const DriverApi& api = device->api();
-  PVGPU_ASSIGN_OR_RETURN(CUfunction empty, device->Function(kEmptyKernel));
-  PVGPU_ASSIGN_OR_RETURN(uint64_t word, device->Allocate(4));
-  auto launch = [&]() {
-    return api.Check(api.cuLaunchKernel(empty, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr),
-                     "cuLaunchKernel");
-  };
-  auto sync = [&]() { return api.Check(api.cuCtxSynchronize(), "cuCtxSynchronize"); };
-  // Many launches, then one synchronize: the pipelined pattern of a real application.
-  auto async_launches = [&](int count) -> Status {
-    for (int i = 0; i < count; ++i) PVGPU_TRY(launch());
-    return sync();
-  };
-  auto sync_launches = [&](int count) -> Status {
-    for (int i = 0; i < count; ++i) {
-      PVGPU_TRY(launch());
-      PVGPU_TRY(sync());
-    }
-    return Status::Ok();
-  };
-  PVGPU_TRY(async_launches(10));  // wakes the host's session thread, warms its buffers
-  LatencyFigures out;
-  PVGPU_ASSIGN_OR_RETURN(out.launch_async, BestMicros(counts.rounds, counts.launches,
-                                                      async_launches, &out.switches.launch_async));
-  PVGPU_ASSIGN_OR_RETURN(out.launch_sync, BestMicros(counts.rounds, counts.syncs, sync_launches,
-                                                     &out.switches.launch_sync));
-  // What cuLaunchKernel keeps the application's thread when the ring has room: the host runs
-  // each burst while it is being submitted, and the synchronize after it is not timed.
-  PVGPU_ASSIGN_OR_RETURN(
-      out.launch_call, BestBurstMicros(counts.rounds, counts.launches, kLaunchBurst, launch, sync));
-
-  // Queries of completed work: all the work above is finished, so both must say so.
-  CUevent event = nullptr;
-  PVGPU_TRY(api.Check(api.cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate"));
-  PVGPU_TRY(api.Check(api.cuEventRecord(event, nullptr), "cuEventRecord"));
-  PVGPU_TRY(sync());
-  auto query_loop = [&](const std::function<CUresult()>& query, const char* what) {
-    return [&, query, what](int count) -> Status {
-      for (int i = 0; i < count; ++i) PVGPU_TRY(api.Check(query(), what));
-      return Status::Ok();
-    };
-  };
-  PVGPU_ASSIGN_OR_RETURN(
-      out.stream_query,
-      BestMicros(counts.rounds, counts.queries,
-                 query_loop([&] { return api.cuStreamQuery(nullptr); }, "cuStreamQuery")));
-  PVGPU_ASSIGN_OR_RETURN(
-      out.event_query,
-      BestMicros(counts.rounds, counts.queries,
-                 query_loop([&] { return api.cuEventQuery(event); }, "cuEventQuery")));
-  (void)api.cuEventDestroy_v2(event);
-
-  uint32_t value = 42;
-  // A synchronous HtoD copy may return before the host has the bytes (CUDA allows it for
-  // pageable memory); the final synchronize makes the figure include the delivery.
-  PVGPU_TRY(MeasureSmallCopies(counts, *device, word, sync, &value, &out));
-  if (value != 42) return Error(Code::kUnknown, "4-byte round trip returned the wrong value");
-  return out;
+  }
+  return figures;
 }
 
 }  // namespace
@@ -213,23 +435,28 @@ StatusOr<BenchReport> RunLatency(const BenchOptions& options) {
   PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options));
   if (options.channel_only) {
     // The child half: PVGPU_PIPELINE is already in this process's environment.
-    PVGPU_ASSIGN_OR_RETURN(LatencyFigures figures, MeasureChannel(counts, host->guest_library()));
+    PVGPU_ASSIGN_OR_RETURN(auto channel, ChannelMode::Open(host->guest_library()));
+    PVGPU_TRY(ServeRounds(*channel));
     BenchReport report;
-    report.json = FiguresToJson(figures);
+    report.json = nlohmann::ordered_json{{"served", true}};
     return report;
   }
   Progress progress("latency");
-  PVGPU_ASSIGN_OR_RETURN(LatencyFigures inprocess, MeasureInprocess(counts, progress));
-  progress.Step("channel");
-  PVGPU_ASSIGN_OR_RETURN(LatencyFigures channel, MeasureChannel(counts, host->guest_library()));
-  progress.Step("channel with PVGPU_PIPELINE=0");
+  progress.Step("starting");
+  PVGPU_ASSIGN_OR_RETURN(auto inprocess, InprocessMode::Open());
+  PVGPU_ASSIGN_OR_RETURN(auto channel, ChannelMode::Open(host->guest_library()));
   std::vector<std::string> args = {"bench", "latency", "--channel-only", "--json"};
   if (options.quick) args.push_back("--quick");
-  PVGPU_ASSIGN_OR_RETURN(std::string child, host->RunSelf(args, {"PVGPU_PIPELINE=0"}));
-  PVGPU_ASSIGN_OR_RETURN(LatencyFigures unpipelined, FiguresFromJson(child));
+  PVGPU_ASSIGN_OR_RETURN(auto child, host->StartSelf(args, {"PVGPU_PIPELINE=0"}));
+  ChildMode unpipelined(std::move(child));
+  PVGPU_ASSIGN_OR_RETURN(
+      auto figures,
+      MeasureInTurns(counts, {inprocess.get(), channel.get(), &unpipelined}, progress));
+  PVGPU_TRY(unpipelined.Finish());
   const std::string address = host->is_private() ? "private pvgpud (cpu adapter)" : host->address();
+  channel.reset();
   host->Stop();
-  return MakeLatencyReport(inprocess, channel, unpipelined, address);
+  return MakeLatencyReport(figures[0], figures[1], figures[2], address, counts.rounds);
 }
 
 }  // namespace pvgpu::tools::bench

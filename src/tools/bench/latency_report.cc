@@ -44,8 +44,6 @@ struct Target {
   bool at_most;  // true: measured <= limit passes; false: measured >= limit passes
 };
 
-}  // namespace
-
 // The operations whose context switches are counted, by their JSON names.
 const std::pair<const char*, double LatencyFigures::Switches::*> kSwitchKeys[] = {
     {"launch_async", &LatencyFigures::Switches::launch_async},
@@ -54,50 +52,16 @@ const std::pair<const char*, double LatencyFigures::Switches::*> kSwitchKeys[] =
     {"copy_dtoh_small", &LatencyFigures::Switches::copy_dtoh},
 };
 
-Json FiguresToJson(const LatencyFigures& f) {
-  Json switches = Json::object();
-  for (const auto& [key, field] : kSwitchKeys) switches[key] = f.switches.*field;
-  return Json{{"launch_async_us", f.launch_async}, {"launch_sync_us", f.launch_sync},
-              {"launch_call_us", f.launch_call},   {"stream_query_us", f.stream_query},
-              {"event_query_us", f.event_query},   {"copy_htod_small_us", f.copy_htod},
-              {"copy_dtoh_small_us", f.copy_dtoh}, {"context_switches_per_op", switches}};
-}
-
-StatusOr<LatencyFigures> FiguresFromJson(const std::string& text) {
-  const Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object()) {
-    return Error(Code::kUnknown, "unreadable output from the PVGPU_PIPELINE=0 run: " + text);
-  }
-  LatencyFigures f;
-  const std::pair<const char*, double*> fields[] = {
-      {"launch_async_us", &f.launch_async}, {"launch_sync_us", &f.launch_sync},
-      {"launch_call_us", &f.launch_call},   {"stream_query_us", &f.stream_query},
-      {"event_query_us", &f.event_query},   {"copy_htod_small_us", &f.copy_htod},
-      {"copy_dtoh_small_us", &f.copy_dtoh}};
-  for (const auto& [key, slot] : fields) {
-    if (!json.contains(key) || !json[key].is_number()) {
-      return Error(Code::kUnknown, std::string("PVGPU_PIPELINE=0 run reported no ") + key);
-    }
-    *slot = json[key].get<double>();
-  }
-  const Json* switches =
-      json.contains("context_switches_per_op") ? &json["context_switches_per_op"] : nullptr;
-  for (const auto& [key, field] : kSwitchKeys) {
-    if (switches == nullptr || !switches->contains(key) || !(*switches)[key].is_number()) {
-      return Error(Code::kUnknown,
-                   std::string("PVGPU_PIPELINE=0 run reported no context switches for ") + key);
-    }
-    f.switches.*field = (*switches)[key].get<double>();
-  }
-  return f;
-}
+}  // namespace
 
 BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigures& channel,
-                              const LatencyFigures& unpipelined, const std::string& host) {
+                              const LatencyFigures& unpipelined, const std::string& host,
+                              int rounds) {
   BenchReport report;
   Json& json = report.json;
   json["benchmark"] = "latency";
   json["unit"] = "microseconds per operation (best of rounds)";
+  json["rounds"] = rounds;
   json["host"] = host;
   json["machine"] = MachineJson();
   TextTable table({"operation (us/op)", "in-process", "channel", "PVGPU_PIPELINE=0",
@@ -149,7 +113,8 @@ BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigu
     switch_table.AddRow({key, FormatNumber(a), FormatNumber(b), FormatNumber(c)});
   }
   json["context_switches_per_op"] = switch_json;
-  report.table = "pvgpu bench latency: " + host + "\n\n" + table.Render() + "\n" +
+  report.table = "pvgpu bench latency: " + host + "; best of " + std::to_string(rounds) +
+                 " rounds, the three modes taking turns in each\n\n" + table.Render() + "\n" +
                  target_table.Render() + "\n" + switch_table.Render() +
                  "\n'launch, pipelined' is sustained throughput (many launches, then one "
                  "synchronize); 'launch call returns'\nis the caller's time inside "

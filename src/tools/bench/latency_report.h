@@ -1,6 +1,5 @@
 // The latency benchmark's figures and how they become JSON, the table and the targets of
-// issue #5. Separate from the measuring so that the child process (PVGPU_PIPELINE=0) and the
-// parent agree on one encoding.
+// issue #5.
 #pragma once
 
 #include <string>
@@ -28,11 +27,10 @@ struct LatencyFigures {
   } switches;
 };
 
-nlohmann::ordered_json FiguresToJson(const LatencyFigures& figures);
-StatusOr<LatencyFigures> FiguresFromJson(const std::string& text);
-
-// The report for the three modes; `host` says which host the channel modes used.
+// The report for the three modes; `host` says which host the channel modes used, `rounds`
+// how many rounds each figure is the best of.
 BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigures& channel,
-                              const LatencyFigures& unpipelined, const std::string& host);
+                              const LatencyFigures& unpipelined, const std::string& host,
+                              int rounds);
 
 }  // namespace pvgpu::tools::bench
