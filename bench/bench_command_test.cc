@@ -105,16 +105,17 @@ TEST(BenchCommand, LatencyWithBothOnOneCpuCountsTheirTurns) {
 }
 
 // The PVGPU_PIPELINE=0 half runs in a child that does one round per line it is sent, so that
-// the modes take turns; a malformed request ends it with an error, not a guess.
+// the modes take turns; each operation stands alone (a 4-byte DtoH copy first still reads what
+// the copies carry); a malformed request ends it with an error, not a guess.
 TEST(BenchCommand, LatencyChildDoesOneRoundPerLine) {
   Output output = RunShell(
-      "printf 'launch_sync 10\\nevent_query 5\\nlaunch_call 3\\nbogus 1\\n"
+      "printf 'copy_dtoh 5\\nlaunch_sync 10\\nevent_query 5\\nlaunch_call 3\\nbogus 1\\n"
       "launch_sync 1\\n' | PVGPU_PIPELINE=0 " +
       std::string(PVGPU_BINARY) + " bench latency --channel-only");
   EXPECT_EQ(output.status, 1) << output.out;
   std::istringstream lines(output.out);
   std::string line;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(std::getline(lines, line)) << output.out;
     std::istringstream words(line);
     std::string ok;

@@ -203,6 +203,7 @@ class InprocessMode final : public LocalMode {
     PVGPU_ASSIGN_OR_RETURN(mode->device_, InprocessDevice::Open());
     PVGPU_ASSIGN_OR_RETURN(mode->empty_, mode->device_->KernelIndex(kEmptyKernel));
     PVGPU_ASSIGN_OR_RETURN(mode->word_, mode->device_->Allocate(4));
+    PVGPU_TRY(mode->device_->Upload(mode->word_, &mode->value_, 4));
     PVGPU_TRY(mode->Launches(10));  // warms caches and the executor's per-thread buffers
     return mode;
   }
@@ -271,6 +272,9 @@ class ChannelMode final : public LocalMode {
     // work and waited for, stays complete, so every query below is of finished work.
     for (int i = 0; i < 10; ++i) PVGPU_TRY(mode->Launch());
     PVGPU_TRY(api.Check(api.cuEventRecord(mode->event_, nullptr), "cuEventRecord"));
+    // The word the 4-byte copies move holds the value they carry from the start, so that each
+    // operation stands alone (the child may be asked for DtoH copies first).
+    PVGPU_TRY(mode->device_->Upload(mode->word_, &mode->value_, 4));
     PVGPU_TRY(mode->Sync());
     return mode;
   }
