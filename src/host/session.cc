@@ -112,8 +112,9 @@ void Session::WatchLoop() {
       const bool ends = EndsLaunch(message, ctx_handle);
       read_ahead_.push_back(std::move(message));
       if (ends) {
-        PVGPU_INFO("session " << id_ << ": context destroyed or goodbye during a kernel, "
-                              "cancelling it");
+        PVGPU_INFO("session " << id_
+                              << ": context destroyed or goodbye during a kernel, "
+                                 "cancelling it");
         ctx->Cancel();
         break;
       }
@@ -129,8 +130,7 @@ void Session::WatchLoop() {
   }
 }
 
-Session::Session(uint32_t id, std::unique_ptr<transport::Endpoint> endpoint,
-                 SessionPolicy policy)
+Session::Session(uint32_t id, std::unique_ptr<transport::Endpoint> endpoint, SessionPolicy policy)
     : id_(id), endpoint_(std::move(endpoint)), policy_(std::move(policy)) {}
 
 Session::~Session() {
@@ -201,8 +201,9 @@ void Session::Run() {
         Fatal("unknown op " + std::to_string(current_.op));
         break;
       case protocol::DecodeError::kBadSize:
-        Fatal(std::string("bad size for ") + protocol::OpName(static_cast<protocol::Op>(current_.op)) +
-              " (" + std::to_string(body.size()) + " bytes)");
+        Fatal(std::string("bad size for ") +
+              protocol::OpName(static_cast<protocol::Op>(current_.op)) + " (" +
+              std::to_string(body.size()) + " bytes)");
         break;
       case protocol::DecodeError::kWrongDirection:
         Fatal("host-to-guest op sent by the guest");
@@ -240,8 +241,8 @@ void Session::Stop() {
 
 Code Session::Fatal(const std::string& reason) {
   if (!fatal_) {
-    PVGPU_WARN("session " << id_ << " (pid " << guest_pid_ << "): ended: protocol violation: "
-                          << reason);
+    PVGPU_WARN("session " << id_ << " (pid " << guest_pid_
+                          << "): ended: protocol violation: " << reason);
   }
   fatal_ = true;
   return Code::kInvalidValue;
@@ -262,8 +263,8 @@ void Session::SettleCurrent() {
   settled_ = true;
   const uint64_t seq = current_.seq;
   adapters::Context* async = nullptr;
-  if (auto it = contexts_.find(touched_ctx_); it != contexts_.end() && it->second->impl &&
-                                              it->second->impl->asynchronous()) {
+  if (auto it = contexts_.find(touched_ctx_);
+      it != contexts_.end() && it->second->impl && it->second->impl->asynchronous()) {
     async = it->second->impl.get();
   }
   if (async == nullptr && !deferred_ever_) {
@@ -338,8 +339,8 @@ void Session::RecordFault(ContextState& ctx, const Status& status, const char* w
   PublishErrorCount();
   if (IsStickyError(status.code())) {
     if (ctx.sticky == Code::kOk) ctx.sticky = status.code();
-    PVGPU_INFO("session " << id_ << ": " << what << " faulted, context is now unusable: "
-                          << status.ToString());
+    PVGPU_INFO("session " << id_ << ": " << what
+                          << " faulted, context is now unusable: " << status.ToString());
   } else if (ctx.pending == Code::kOk) {
     ctx.pending = status.code();
     PVGPU_DEBUG("session " << id_ << ": " << what << " failed: " << status.ToString());
@@ -391,8 +392,8 @@ void Session::SendRaw(const MessageHeader& header, std::span<const uint8_t> fixe
 }
 
 void Session::SendPrint(uint64_t ctx, std::string_view text) {
-  const size_t chunk_limit = endpoint_->max_message_size() - sizeof(MessageHeader) -
-                             sizeof(protocol::PrintRequest);
+  const size_t chunk_limit =
+      endpoint_->max_message_size() - sizeof(MessageHeader) - sizeof(protocol::PrintRequest);
   while (!text.empty()) {
     const std::string_view chunk = text.substr(0, chunk_limit);
     text.remove_prefix(chunk.size());
@@ -406,4 +407,3 @@ void Session::SendPrint(uint64_t ctx, std::string_view text) {
 }
 
 }  // namespace pvgpu::host
-

@@ -8,9 +8,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
-#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -163,8 +163,8 @@ class Session {
   struct Watch {
     std::mutex mutex;
     std::condition_variable changed;
-    std::atomic<bool> active{false};    // a launch is running
-    std::atomic<uint64_t> launches{0};  // launches started (session thread writes)
+    std::atomic<bool> active{false};               // a launch is running
+    std::atomic<uint64_t> launches{0};             // launches started (session thread writes)
     std::atomic<adapters::Context*> ctx{nullptr};  // the running launch's context
     std::atomic<uint64_t> ctx_handle{0};
     std::atomic<bool> busy{false};  // the watcher is reading ahead

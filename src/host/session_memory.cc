@@ -7,7 +7,6 @@ namespace pvgpu::host {
 
 using namespace protocol;
 
-
 Code Session::Execute(const MemAllocRequest& request, std::span<const uint8_t>) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr) return Code::kInvalidContext;

@@ -80,7 +80,7 @@ class Endpoint {
   // a guest synchronizing finished work can skip the round trip when the count has not moved.
   // Channels without shared memory do not carry it: ReadErrorCount is then nullopt.
   static constexpr uint64_t kErrorCountUnknown = ~uint64_t{0};
-  virtual void PublishErrorCount(uint64_t /*count*/) {}                  // host side
+  virtual void PublishErrorCount(uint64_t /*count*/) {}                            // host side
   virtual std::optional<uint64_t> ReadErrorCount() const { return std::nullopt; }  // guest side
 
   // Passes a file descriptor (a memfd for pinned host memory) to the peer, in order with
@@ -185,10 +185,10 @@ Status VerifySealedMemfd(int fd, uint64_t min_bytes);
 // SendFd/ReceiveFd are kNotSupported. A peer silent for dead_after_ms (heartbeats every
 // heartbeat_ms) breaks the channel with kDeviceUnavailable.
 struct RemoteOptions {
-  std::string token;          // guest: presented; host: required of every guest (tls://)
-  std::string tls_ca_file;    // guest: CA certificates (PEM); empty: the system's store
-  std::string tls_cert_file;  // host: certificate chain (PEM)
-  std::string tls_key_file;   // host: private key (PEM)
+  std::string token;              // guest: presented; host: required of every guest (tls://)
+  std::string tls_ca_file;        // guest: CA certificates (PEM); empty: the system's store
+  std::string tls_cert_file;      // host: certificate chain (PEM)
+  std::string tls_key_file;       // host: private key (PEM)
   int connect_timeout_ms = 5000;  // TCP connect, TLS handshake and set-up record, each side
   int heartbeat_ms = 1000;
   int dead_after_ms = 5000;

@@ -55,8 +55,7 @@ Status Client::Connect() {
     PVGPU_WARN(connect_status_.message());
     return connect_status_;
   }
-  StatusOr<std::unique_ptr<transport::Endpoint>> endpoint =
-      Error(Code::kNoDevice, "not connected");
+  StatusOr<std::unique_ptr<transport::Endpoint>> endpoint = Error(Code::kNoDevice, "not connected");
   if (remote) {
     // tcp:// and tls:// (docs/remote.md); the token and CA come from the environment.
     auto options = transport::GuestRemoteOptionsFromEnvironment();
@@ -66,8 +65,8 @@ Status Client::Connect() {
     endpoint = transport::ConnectUnix(path);
   }
   if (!endpoint.ok()) {
-    connect_status_ = Error(Code::kNoDevice, "no pvgpu host at " + address + ": " +
-                                                 endpoint.status().message());
+    connect_status_ =
+        Error(Code::kNoDevice, "no pvgpu host at " + address + ": " + endpoint.status().message());
     // A named remote host that refuses us (token, certificate) is a configuration error the
     // user must see; a missing local daemon is routine.
     if (remote) {
@@ -105,23 +104,22 @@ Status Client::Connect() {
     code = Code::kUnknown;
   }
   if (code != Code::kOk) {
-    connect_status_ = Error(code == Code::kNotSupported ? Code::kNotSupported : Code::kNoDevice,
-                            "pvgpu host at " + address + " refused the session (" +
-                                CodeName(code) + ")");
+    connect_status_ =
+        Error(code == Code::kNotSupported ? Code::kNotSupported : Code::kNoDevice,
+              "pvgpu host at " + address + " refused the session (" + CodeName(code) + ")");
     PVGPU_WARN(connect_status_.message());
     endpoint_.reset();
     return connect_status_;
   }
-  PVGPU_DEBUG("connected to " << endpoint_->Describe() << ", session " << hello_.session_id
-                              << ", " << hello_.adapter_count << " adapter(s)");
+  PVGPU_DEBUG("connected to " << endpoint_->Describe() << ", session " << hello_.session_id << ", "
+                              << hello_.adapter_count << " adapter(s)");
   connected_.store(true, std::memory_order_release);
   return Status::Ok();
 }
 
 Code Client::Broken(const Status& status) {
   if (!broken_.exchange(true)) {
-    PVGPU_ERROR("lost the pvgpu host: " << status.ToString()
-                                        << "; every further call fails");
+    PVGPU_ERROR("lost the pvgpu host: " << status.ToString() << "; every further call fails");
   }
   return Code::kDeviceUnavailable;
 }

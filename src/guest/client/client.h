@@ -13,8 +13,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -131,16 +131,16 @@ template <typename Request, typename OnReply>
 Code Client::CallPipelined(std::span<const Request> requests, OnReply&& on_reply) {
   static_assert(!Request::kAsync);
   using Reply = typename Request::Reply;
-  return ExchangeBatch(
-      static_cast<uint32_t>(Request::kOp),
-      {reinterpret_cast<const uint8_t*>(requests.data()), requests.size_bytes()}, sizeof(Request),
-      [&on_reply](size_t index, std::span<const uint8_t> body) -> Code {
-        Reply fixed;
-        if (body.size() < sizeof(fixed)) return Code::kUnknown;
-        std::memcpy(&fixed, body.data(), sizeof(fixed));
-        if (fixed.result != 0) return static_cast<Code>(fixed.result);
-        return on_reply(index, body.subspan(sizeof(fixed)));
-      });
+  return ExchangeBatch(static_cast<uint32_t>(Request::kOp),
+                       {reinterpret_cast<const uint8_t*>(requests.data()), requests.size_bytes()},
+                       sizeof(Request),
+                       [&on_reply](size_t index, std::span<const uint8_t> body) -> Code {
+                         Reply fixed;
+                         if (body.size() < sizeof(fixed)) return Code::kUnknown;
+                         std::memcpy(&fixed, body.data(), sizeof(fixed));
+                         if (fixed.result != 0) return static_cast<Code>(fixed.result);
+                         return on_reply(index, body.subspan(sizeof(fixed)));
+                       });
 }
 
 template <typename Request>
@@ -170,8 +170,7 @@ Code Client::Call(const Request& request, std::span<const uint8_t> request_paylo
 }
 
 template <typename Request>
-Code Client::Post(const Request& request, std::span<const uint8_t> request_payload,
-                  uint64_t* seq) {
+Code Client::Post(const Request& request, std::span<const uint8_t> request_payload, uint64_t* seq) {
   static_assert(Request::kAsync);
   typename Request::Reply fixed;
   const ReplySink sink{&fixed, sizeof(fixed), nullptr};
