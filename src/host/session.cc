@@ -381,7 +381,10 @@ void Session::SendRaw(const MessageHeader& header, std::span<const uint8_t> fixe
                       std::span<const uint8_t> payload) {
   std::span<const uint8_t> parts[] = {
       {reinterpret_cast<const uint8_t*>(&header), sizeof(header)}, fixed, payload};
-  Status sent = endpoint_->Send(parts);
+  HandleSendStatus(endpoint_->Send(parts));
+}
+
+void Session::HandleSendStatus(const Status& sent) {
   if (sent.code() == Code::kDeviceUnavailable) {
     PVGPU_DEBUG("session " << id_ << ": reply not delivered: " << sent.ToString());
     stop_.store(true);

@@ -201,9 +201,18 @@ class Session {
 
   template <typename Reply>
   void SendReply(const Reply& reply, std::span<const uint8_t> payload = {});
+  // SendReply for a reply whose `payload_bytes` of payload `fill` writes straight into the
+  // channel (transport::Endpoint::SendFilled), for bulk data. Returns `fill`'s error, with
+  // nothing sent and the message not yet settled, when it failed; kOk otherwise (a channel
+  // failure is handled as SendRaw handles it).
+  template <typename Reply>
+  Status SendReplyFilled(const Reply& reply, size_t payload_bytes,
+                         const transport::Endpoint::Fill& fill);
   void SendPrint(uint64_t ctx, std::string_view text);
   void SendRaw(const protocol::MessageHeader& header, std::span<const uint8_t> fixed,
                std::span<const uint8_t> payload);
+  // What a failed send means for the session: the guest gone (stop), or a corrupt ring (fatal).
+  void HandleSendStatus(const Status& sent);
 
   // The deferred completion fence (asynchronous adapters). The shared fence means "every
   // message up to N is done". Work on an asynchronous context completes after its message was
@@ -274,6 +283,34 @@ void Session::SendReply(const Reply& reply, std::span<const uint8_t> payload) {
   SettleCurrent();
   SendRaw(header, {reinterpret_cast<const uint8_t*>(&reply), sizeof(reply)}, payload);
   replied_ = true;
+}
+
+template <typename Reply>
+Status Session::SendReplyFilled(const Reply& reply, size_t payload_bytes,
+                                const transport::Endpoint::Fill& fill) {
+  protocol::MessageHeader header;
+  header.op = current_.op;
+  header.flags = protocol::kFlagReply;
+  header.seq = current_.seq;
+  std::span<const uint8_t> parts[] = {{reinterpret_cast<const uint8_t*>(&header), sizeof(header)},
+                                      {reinterpret_cast<const uint8_t*>(&reply), sizeof(reply)}};
+  // The message is settled (its fence published) only once the payload is all there, and
+  // still before the reply is visible: a fault the fill reports must be recorded first.
+  if (payload_bytes == 0) SettleCurrent();
+  Status filled = Status::Ok();
+  Status sent = endpoint_->SendFilled(parts, payload_bytes,
+                                      [&](std::span<uint8_t> piece, size_t offset) -> Status {
+                                        filled = fill(piece, offset);
+                                        if (!filled.ok()) return filled;
+                                        if (offset + piece.size() == payload_bytes) {
+                                          SettleCurrent();
+                                        }
+                                        return Status::Ok();
+                                      });
+  if (!filled.ok()) return filled;
+  HandleSendStatus(sent);
+  replied_ = true;
+  return Status::Ok();
 }
 
 }  // namespace pvgpu::host

@@ -72,16 +72,18 @@ Code Session::Execute(const MemcpyDtoHRequest& request, std::span<const uint8_t>
   if (request.size > limit) return Fatal("DtoH chunk larger than the channel allows");
   if (ctx->sticky != Code::kOk) return ctx->sticky;
   if (!InAllocation(*ctx, request.src, request.size)) return Code::kInvalidValue;
-  std::vector<uint8_t> data(request.size);
-  Status status = ctx->impl->Read(request.src, data);
+  MemcpyDtoHReply reply;
+  reply.result = 0;
+  // The adapter reads straight into the reply in the channel: no staging buffer.
+  Status status =
+      SendReplyFilled(reply, request.size, [&](std::span<uint8_t> piece, size_t offset) {
+        return ctx->impl->Read(request.src + offset, piece);
+      });
   if (!status.ok()) {
     // An asynchronous adapter reports an earlier kernel's fault here: it poisons the context.
     if (IsStickyError(status.code())) RecordFault(*ctx, status, "asynchronous work");
     return status.code();
   }
-  MemcpyDtoHReply reply;
-  reply.result = 0;
-  SendReply(reply, data);
   return Code::kOk;
 }
 

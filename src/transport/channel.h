@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -55,6 +56,22 @@ class Endpoint {
   Status Send(std::span<const uint8_t> message) {
     std::span<const uint8_t> parts[] = {message};
     return Send(parts);
+  }
+
+  // Appends one message made of `parts` followed by `fill_bytes` that `fill` writes in place,
+  // so that bulk data (device memory read for a DtoH copy) goes straight into the outgoing
+  // ring instead of through a buffer of the sender's first. `fill(piece, offset)` is called for
+  // pieces that cover [0, fill_bytes) in order (two when the bytes wrap around the ring's
+  // end). When it fails nothing is sent and its error is returned; otherwise as Send. This
+  // default stages the bytes in a buffer and calls Send.
+  using Fill = std::function<Status(std::span<uint8_t> piece, size_t offset)>;
+  virtual Status SendFilled(std::span<const std::span<const uint8_t>> parts, size_t fill_bytes,
+                            const Fill& fill) {
+    std::unique_ptr<uint8_t[]> staged(new uint8_t[fill_bytes == 0 ? 1 : fill_bytes]);
+    if (fill_bytes != 0) PVGPU_TRY(fill({staged.get(), fill_bytes}, 0));
+    std::vector<std::span<const uint8_t>> all(parts.begin(), parts.end());
+    all.emplace_back(staged.get(), fill_bytes);
+    return Send(all);
   }
 
   // Takes the next incoming message (copied out of shared memory, so the caller may validate it

@@ -27,6 +27,27 @@ TEST(InProcessTest, MessagesFlowBothWaysInOrder) {
   EXPECT_EQ(a->Describe(), "inprocess");
 }
 
+// Channels without a ring of their own fill a staging buffer and send it (Endpoint's default).
+TEST(InProcessTest, FilledMessagesAreStagedAndSent) {
+  auto [a, b] = CreateInProcessPair(1024);
+  const std::vector<uint8_t> head = {9, 8};
+  std::span<const uint8_t> parts[] = {head};
+  ASSERT_TRUE(a->SendFilled(parts, 5, [](std::span<uint8_t> piece, size_t offset) {
+                 for (size_t i = 0; i < piece.size(); ++i) piece[i] = offset + i;
+                 return Status::Ok();
+               }).ok());
+  EXPECT_EQ(a->SendFilled(parts, 5,
+                          [](std::span<uint8_t>, size_t) {
+                            return Error(Code::kIllegalAddress, "fill failed");
+                          })
+                .code(),
+            Code::kIllegalAddress);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(b->Receive(&got, 0).ok());
+  EXPECT_EQ(got, (std::vector<uint8_t>{9, 8, 0, 1, 2, 3, 4}));
+  EXPECT_EQ(b->Receive(&got, 0).code(), Code::kNotReady);
+}
+
 TEST(InProcessTest, EnforcesMaxMessageSizeAndTimesOut) {
   auto [a, b] = CreateInProcessPair(16);
   EXPECT_EQ(a->max_message_size(), 16u);

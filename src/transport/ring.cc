@@ -38,7 +38,7 @@ void RingWriter::CopyIn(uint64_t at, const uint8_t* bytes, size_t size) {
   if (first < size) std::memcpy(data_, bytes + first, size - first);
 }
 
-void RingWriter::Write(std::span<const std::span<const uint8_t>> parts, size_t total) {
+uint64_t RingWriter::WriteHead(std::span<const std::span<const uint8_t>> parts, size_t total) {
   const uint32_t length = static_cast<uint32_t>(total);
   // Frames are 8-aligned and the ring is a power of two >= 8: the length word never wraps.
   std::memcpy(data_ + (tail_ & (capacity_ - 1)), &length, sizeof(length));
@@ -48,10 +48,33 @@ void RingWriter::Write(std::span<const std::span<const uint8_t>> parts, size_t t
     CopyIn(at, part.data(), part.size());
     at += part.size();
   }
+  return at;
+}
+
+void RingWriter::Publish(size_t total) {
   tail_ += FrameBytes(total);
   // seq_cst (not just release): pairs with the consumer's seq_cst waiter flag increment, so
   // either we see its flag and ring its doorbell, or it sees our tail before it sleeps.
   Word(*tail_word_).store(tail_, std::memory_order_seq_cst);
+}
+
+void RingWriter::Write(std::span<const std::span<const uint8_t>> parts, size_t total) {
+  WriteHead(parts, total);
+  Publish(total);
+}
+
+Status RingWriter::WriteFilled(std::span<const std::span<const uint8_t>> parts, size_t parts_total,
+                               size_t fill_bytes, const Fill& fill) {
+  const size_t total = parts_total + fill_bytes;
+  const uint64_t at = WriteHead(parts, total);
+  if (fill_bytes != 0) {
+    const size_t pos = at & (capacity_ - 1);
+    const size_t first = std::min(fill_bytes, capacity_ - pos);
+    PVGPU_TRY(fill({data_ + pos, first}, 0));
+    if (first < fill_bytes) PVGPU_TRY(fill({data_, fill_bytes - first}, first));
+  }
+  Publish(total);
+  return Status::Ok();
 }
 
 bool RingReader::HasData() const {

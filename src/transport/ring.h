@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -40,10 +41,20 @@ class RingWriter {
   size_t KnownFreeBytes() const { return capacity_ - (tail_ - head_seen_); }
   // Copies one frame in and publishes it. The caller checked FreeBytes() >= FrameBytes(total).
   void Write(std::span<const std::span<const uint8_t>> parts, size_t total);
+  // Writes one frame of `parts` and then `fill_bytes` that `fill(piece, offset)` writes in
+  // place (two pieces when they wrap), and publishes it; when `fill` fails, nothing is
+  // published and its error is returned. The caller checked the space as for Write.
+  using Fill = std::function<Status(std::span<uint8_t> piece, size_t offset)>;
+  Status WriteFilled(std::span<const std::span<const uint8_t>> parts, size_t parts_total,
+                     size_t fill_bytes, const Fill& fill);
   size_t capacity() const { return capacity_; }
 
  private:
   void CopyIn(uint64_t at, const uint8_t* bytes, size_t size);
+  // Writes the length word and `parts` of a frame of `total` bytes; returns where the rest goes.
+  uint64_t WriteHead(std::span<const std::span<const uint8_t>> parts, size_t total);
+  // Makes a frame of `total` bytes visible to the consumer.
+  void Publish(size_t total);
 
   SharedWord* tail_word_;
   SharedWord* head_word_;

@@ -39,6 +39,8 @@ class ShmEndpoint final : public Endpoint {
   size_t max_message_size() const override { return max_message_; }
   Status Send(std::span<const std::span<const uint8_t>> parts) override;
   using Endpoint::Send;
+  Status SendFilled(std::span<const std::span<const uint8_t>> parts, size_t fill_bytes,
+                    const Fill& fill) override;
   Status Receive(std::vector<uint8_t>* message, int timeout_ms) override;
   void PublishFence(uint64_t value) override;
   uint64_t ReadFence() const override;
@@ -63,6 +65,11 @@ class ShmEndpoint final : public Endpoint {
   enum class SpinResult { kReady, kPeerGone, kTimedOut };
   template <typename Ready>
   SpinResult Spin(Ready ready, std::chrono::steady_clock::time_point end) const;
+  // Send's steps: the size limit and usability; waiting (send_mu_ held) until a frame of
+  // `total` bytes fits; ringing the peer's doorbell when it sleeps waiting for data.
+  Status CheckSize(size_t total) const;
+  Status WaitForSpaceLocked(size_t total);
+  void RingIfPeerWaits();
   // The error for calls on a closed, poisoned or orphaned endpoint; kOk when usable.
   Status Unusable() const;
   Status PeerGone() const;

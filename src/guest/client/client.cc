@@ -164,6 +164,7 @@ Code Client::AwaitReplyLocked(uint64_t seq, const ReplySink& reply) {
     if (reply.payload != nullptr) {
       reply.payload->assign(body.begin() + reply.fixed_size, body.end());
     }
+    if (reply.view != nullptr) *reply.view = body.subspan(reply.fixed_size);
     return Code::kOk;
   }
 }
@@ -214,9 +215,9 @@ Code Client::ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_
   }
   // Every reply is read even after a failure, so that none is left for the next call.
   Code result = Code::kOk;
-  std::vector<uint8_t> body;
+  std::span<const uint8_t> body;
   for (size_t i = 0; i < count; ++i) {
-    Code code = AwaitReplyLocked(first + i, ReplySink{nullptr, 0, &body});
+    Code code = AwaitReplyLocked(first + i, ReplySink{nullptr, 0, nullptr, &body});
     if (code == Code::kDeviceUnavailable) return code;
     if (code == Code::kOk && result == Code::kOk) result = on_reply(i, body);
   }

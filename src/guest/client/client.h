@@ -94,11 +94,14 @@ class Client {
   explicit Client(std::string address);
   // Where a reply goes, decoded straight from the receive buffer (no copy of the whole body
   // on the way): its fixed part into `fixed` (a reply shorter than `fixed_size` breaks the
-  // channel), the rest into `*payload` when not null.
+  // channel), the rest into `*payload` (a copy) or `*view` when not null.
   struct ReplySink {
     void* fixed = nullptr;
     size_t fixed_size = 0;
     std::vector<uint8_t>* payload = nullptr;
+    // When not null, receives the payload where it lies in the receive buffer (no copy),
+    // valid until the next receive.
+    std::span<const uint8_t>* view = nullptr;
   };
   // Sends a request; waits for its reply when `reply` is not null.
   Code Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
