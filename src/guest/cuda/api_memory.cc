@@ -55,8 +55,7 @@ CUresult CopyPinned(CUctx_st* owner, uint64_t wire_stream, CUstream stream, bool
 
 // The pinned region holding [p, p + bytes) and its handle on `owner`'s host, if the copy can
 // use it directly.
-bool PinnedOnHost(const void* p, size_t bytes, CUctx_st* owner, uint64_t* handle,
-                  size_t* offset) {
+bool PinnedOnHost(const void* p, size_t bytes, CUctx_st* owner, uint64_t* handle, size_t* offset) {
   // Small copies ride inline in the ring without waiting: cheaper than a zero-copy transfer
   // whose synchronous form must wait for the host.
   constexpr size_t kInlineBytes = 64 * 1024;
@@ -104,8 +103,7 @@ CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream strea
   return CUDA_SUCCESS;
 }
 
-CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream,
-                  bool async = false) {
+CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream, bool async = false) {
   CUctx_st* ctx = nullptr;
   CUctx_st* owner = nullptr;
   uint64_t wire_stream = 0;
@@ -139,13 +137,13 @@ CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream,
     offsets.push_back(done);
     done += chunk;
   }
-  const Code code = client.CallPipelined(
-      std::span<const protocol::MemcpyDtoHRequest>(requests),
-      [&](size_t index, std::span<const uint8_t> payload) {
-        if (payload.size() != requests[index].size) return Code::kUnknown;
-        std::memcpy(out + offsets[index], payload.data(), payload.size());
-        return Code::kOk;
-      });
+  const Code code =
+      client.CallPipelined(std::span<const protocol::MemcpyDtoHRequest>(requests),
+                           [&](size_t index, std::span<const uint8_t> payload) {
+                             if (payload.size() != requests[index].size) return Code::kUnknown;
+                             std::memcpy(out + offsets[index], payload.data(), payload.size());
+                             return Code::kOk;
+                           });
   return ToCu(code);
 }
 
@@ -284,7 +282,8 @@ CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdevic
 }
 
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
-  PVGPU_API_TRACE("cuMemcpyHtoD_v2", "0x" << std::hex << dst << ", " << src << ", " << std::dec << bytes);
+  PVGPU_API_TRACE("cuMemcpyHtoD_v2",
+                  "0x" << std::hex << dst << ", " << src << ", " << std::dec << bytes);
   return CopyHtoD(dst, src, bytes, nullptr);
 }
 
@@ -294,22 +293,26 @@ CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
 }
 
 CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  PVGPU_API_TRACE("cuMemcpyDtoD_v2", "0x" << std::hex << dst << ", 0x" << src << ", " << std::dec << bytes);
+  PVGPU_API_TRACE("cuMemcpyDtoD_v2",
+                  "0x" << std::hex << dst << ", 0x" << src << ", " << std::dec << bytes);
   return CopyDtoD(dst, src, bytes, nullptr);
 }
 
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream s) {
-  PVGPU_API_TRACE("cuMemcpyHtoDAsync_v2", "0x" << std::hex << dst << ", " << src << ", " << std::dec << bytes << ", " << s);
+  PVGPU_API_TRACE("cuMemcpyHtoDAsync_v2",
+                  "0x" << std::hex << dst << ", " << src << ", " << std::dec << bytes << ", " << s);
   return CopyHtoD(dst, src, bytes, s, /*async=*/true);
 }
 
 CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream s) {
-  PVGPU_API_TRACE("cuMemcpyDtoHAsync_v2", dst << ", 0x" << std::hex << src << ", " << std::dec << bytes << ", " << s);
+  PVGPU_API_TRACE("cuMemcpyDtoHAsync_v2",
+                  dst << ", 0x" << std::hex << src << ", " << std::dec << bytes << ", " << s);
   return CopyDtoH(dst, src, bytes, s, /*async=*/true);
 }
 
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
-  PVGPU_API_TRACE("cuMemcpyDtoDAsync_v2", "0x" << std::hex << dst << ", 0x" << src << ", " << std::dec << bytes << ", " << s);
+  PVGPU_API_TRACE("cuMemcpyDtoDAsync_v2", "0x" << std::hex << dst << ", 0x" << src << ", "
+                                               << std::dec << bytes << ", " << s);
   return CopyDtoD(dst, src, bytes, s);
 }
 
@@ -329,35 +332,41 @@ CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int ui, size_t n) {
 }
 
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s) {
-  PVGPU_API_TRACE("cuMemsetD8Async", "0x" << std::hex << dst << ", " << +uc << ", " << std::dec << n << ", " << s);
+  PVGPU_API_TRACE("cuMemsetD8Async",
+                  "0x" << std::hex << dst << ", " << +uc << ", " << std::dec << n << ", " << s);
   return Memset(dst, 0, uc, 1, n, 1, s);
 }
 
 CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dst, unsigned short us, size_t n, CUstream s) {
-  PVGPU_API_TRACE("cuMemsetD16Async", "0x" << std::hex << dst << ", " << us << ", " << std::dec << n << ", " << s);
+  PVGPU_API_TRACE("cuMemsetD16Async",
+                  "0x" << std::hex << dst << ", " << us << ", " << std::dec << n << ", " << s);
   return Memset(dst, 0, us, 2, n, 1, s);
 }
 
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s) {
-  PVGPU_API_TRACE("cuMemsetD32Async", "0x" << std::hex << dst << ", " << ui << ", " << std::dec << n << ", " << s);
+  PVGPU_API_TRACE("cuMemsetD32Async",
+                  "0x" << std::hex << dst << ", " << ui << ", " << std::dec << n << ", " << s);
   return Memset(dst, 0, ui, 4, n, 1, s);
 }
 
 CUresult CUDAAPI cuMemsetD2D8(CUdeviceptr dst, size_t pitch, unsigned char uc, size_t width,
                               size_t height) {
-  PVGPU_API_TRACE("cuMemsetD2D8_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", " << +uc << ", " << width << ", " << height);
+  PVGPU_API_TRACE("cuMemsetD2D8_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", "
+                                          << +uc << ", " << width << ", " << height);
   return Memset(dst, pitch, uc, 1, width, height, nullptr);
 }
 
 CUresult CUDAAPI cuMemsetD2D16(CUdeviceptr dst, size_t pitch, unsigned short us, size_t width,
                                size_t height) {
-  PVGPU_API_TRACE("cuMemsetD2D16_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", " << us << ", " << width << ", " << height);
+  PVGPU_API_TRACE("cuMemsetD2D16_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", "
+                                           << us << ", " << width << ", " << height);
   return Memset(dst, pitch, us, 2, width, height, nullptr);
 }
 
 CUresult CUDAAPI cuMemsetD2D32(CUdeviceptr dst, size_t pitch, unsigned int ui, size_t width,
                                size_t height) {
-  PVGPU_API_TRACE("cuMemsetD2D32_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", " << ui << ", " << width << ", " << height);
+  PVGPU_API_TRACE("cuMemsetD2D32_v2", "0x" << std::hex << dst << ", " << std::dec << pitch << ", "
+                                           << ui << ", " << width << ", " << height);
   return Memset(dst, pitch, ui, 4, width, height, nullptr);
 }
 
