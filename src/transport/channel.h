@@ -12,9 +12,11 @@
 // in and validated before use; a violation is a fatal channel error for that endpoint only.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -29,6 +31,26 @@ namespace pvgpu::transport {
 
 // Transport-level version, checked during connection set-up (before any protocol message).
 inline constexpr uint32_t kTransportVersion = 1;
+
+// A received message in place: its bytes are `first` followed by `second` (empty unless the
+// message wraps around the end of a ring).
+struct MessageView {
+  std::span<const uint8_t> first;
+  std::span<const uint8_t> second;
+
+  size_t size() const { return first.size() + second.size(); }
+  // The bytes from `offset` on (offset <= size()).
+  MessageView Tail(size_t offset) const {
+    if (offset >= first.size()) return {second.subspan(offset - first.size()), {}};
+    return {first.subspan(offset), second};
+  }
+  // Copies `n` bytes from the start (n <= size()) to `out`.
+  void CopyPrefix(void* out, size_t n) const {
+    const size_t a = std::min(n, first.size());
+    if (a != 0) std::memcpy(out, first.data(), a);
+    if (n > a) std::memcpy(static_cast<uint8_t*>(out) + a, second.data(), n - a);
+  }
+};
 
 // Thread safety: every method may be called from any thread. Concurrent Sends are serialized
 // with each other, as are concurrent Receives and ReceiveFds; a Receive, a Send blocked on a
@@ -79,6 +101,19 @@ class Endpoint {
   // endpoint burns no CPU. Errors: kNotReady on timeout, kDeviceUnavailable when the peer is
   // gone, kInvalidValue (fatal) when the peer corrupted the ring.
   virtual Status Receive(std::vector<uint8_t>* message, int timeout_ms = -1) = 0;
+
+  // Takes the next incoming message and shows it to `visit` where it lies, without copying it
+  // first: on the local channel the bytes stay in the shared ring (in two pieces when they wrap
+  // around its end) until `visit` returns, and the peer may still write them meanwhile, so this
+  // is for bulk data the caller only copies out, never for what it must validate. Channels
+  // without a ring receive into `*scratch` and show that. Errors as Receive.
+  virtual Status ReceiveView(std::vector<uint8_t>* scratch,
+                             const std::function<void(const MessageView&)>& visit,
+                             int timeout_ms = -1) {
+    PVGPU_TRY(Receive(scratch, timeout_ms));
+    visit(MessageView{*scratch, {}});
+    return Status::Ok();
+  }
 
   // Completion fence. The host publishes the sequence number of the last command it finished;
   // the guest reads it without a syscall and can wait for a value.

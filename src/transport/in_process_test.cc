@@ -48,6 +48,44 @@ TEST(InProcessTest, FilledMessagesAreStagedAndSent) {
   EXPECT_EQ(b->Receive(&got, 0).code(), Code::kNotReady);
 }
 
+// Channels without a ring show the message received into the caller's scratch buffer.
+TEST(InProcessTest, ReceiveViewShowsTheScratchCopy) {
+  auto [a, b] = CreateInProcessPair(1024);
+  ASSERT_TRUE(a->Send(std::vector<uint8_t>{4, 5, 6}).ok());
+  std::vector<uint8_t> scratch;
+  MessageView seen;
+  ASSERT_TRUE(b->ReceiveView(
+                   &scratch, [&](const MessageView& view) { seen = view; }, 0)
+                  .ok());
+  EXPECT_EQ(scratch, (std::vector<uint8_t>{4, 5, 6}));
+  EXPECT_EQ(seen.first.data(), scratch.data());
+  EXPECT_EQ(seen.size(), 3u);
+  EXPECT_TRUE(seen.second.empty());
+  uint8_t tail[2];
+  seen.Tail(1).CopyPrefix(tail, 2);
+  EXPECT_EQ(tail[0], 5);
+  EXPECT_EQ(tail[1], 6);
+}
+
+TEST(MessageViewTest, TailAndCopyAcrossTwoPieces) {
+  const uint8_t a[] = {1, 2, 3}, b[] = {4, 5};
+  const MessageView view{a, b};
+  EXPECT_EQ(view.size(), 5u);
+  uint8_t out[5] = {};
+  view.CopyPrefix(out, 5);
+  EXPECT_EQ(std::vector<uint8_t>(out, out + 5), (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+  const MessageView from2 = view.Tail(2);
+  EXPECT_EQ(from2.size(), 3u);
+  from2.CopyPrefix(out, 3);
+  EXPECT_EQ(std::vector<uint8_t>(out, out + 3), (std::vector<uint8_t>{3, 4, 5}));
+  const MessageView from4 = view.Tail(4);
+  EXPECT_EQ(from4.size(), 1u);
+  from4.CopyPrefix(out, 1);
+  EXPECT_EQ(out[0], 5);
+  EXPECT_EQ(view.Tail(5).size(), 0u);
+  view.Tail(5).CopyPrefix(out, 0);  // nothing to copy, and no null pointer handed to memcpy
+}
+
 TEST(InProcessTest, EnforcesMaxMessageSizeAndTimesOut) {
   auto [a, b] = CreateInProcessPair(16);
   EXPECT_EQ(a->max_message_size(), 16u);

@@ -92,12 +92,12 @@ void RingReader::CopyOut(uint64_t at, uint8_t* bytes, size_t size) const {
   if (first < size) std::memcpy(bytes + first, data_, size - first);
 }
 
-StatusOr<bool> RingReader::TryRead(std::vector<uint8_t>* out) {
+StatusOr<std::optional<uint32_t>> RingReader::NextLength() {
   if (tail_seen_ == head_) {
     // Acquire: the producer wrote the frames before publishing its tail.
     const uint64_t tail = Word(*tail_word_).load(std::memory_order_acquire);
     const uint64_t published = tail - head_;
-    if (published == 0) return false;
+    if (published == 0) return std::optional<uint32_t>();
     if (published > capacity_) {
       return Corrupt("producer tail " + std::to_string(tail) + " is not within " +
                      std::to_string(capacity_) + " bytes ahead of head " + std::to_string(head_));
@@ -116,16 +116,36 @@ StatusOr<bool> RingReader::TryRead(std::vector<uint8_t>* out) {
     return Corrupt("message length " + std::to_string(length) + " exceeds the maximum " +
                    std::to_string(max_message_));
   }
-  const size_t frame = FrameBytes(length);
-  if (frame > available) {
+  if (FrameBytes(length) > available) {
     return Corrupt("message length " + std::to_string(length) + " runs past the " +
                    std::to_string(available) + " published bytes");
   }
-  out->resize(length);
-  CopyOut(head_ + sizeof(length), out->data(), length);
-  head_ += frame;
+  return std::optional<uint32_t>(length);
+}
+
+void RingReader::Consume(uint32_t length) {
+  head_ += FrameBytes(length);
   // seq_cst for the same Dekker pairing as RingWriter::Write, with the producer's space flag.
   Word(*head_word_).store(head_, std::memory_order_seq_cst);
+}
+
+StatusOr<bool> RingReader::TryRead(std::vector<uint8_t>* out) {
+  PVGPU_ASSIGN_OR_RETURN(std::optional<uint32_t> length, NextLength());
+  if (!length) return false;
+  out->resize(*length);
+  CopyOut(head_ + sizeof(uint32_t), out->data(), *length);
+  Consume(*length);
+  return true;
+}
+
+StatusOr<bool> RingReader::TryVisit(
+    const std::function<void(std::span<const uint8_t>, std::span<const uint8_t>)>& visit) {
+  PVGPU_ASSIGN_OR_RETURN(std::optional<uint32_t> length, NextLength());
+  if (!length) return false;
+  const size_t pos = (head_ + sizeof(uint32_t)) & (capacity_ - 1);
+  const size_t first = std::min<size_t>(*length, capacity_ - pos);
+  visit({data_ + pos, first}, {data_, *length - first});
+  Consume(*length);
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -80,9 +81,18 @@ class RingReader {
   // Frees its space by publishing the new head. The producer's tail is read only when the
   // messages known from the last read are used up.
   StatusOr<bool> TryRead(std::vector<uint8_t>* out);
+  // TryRead without the copy: shows the message to `visit` where it lies in the ring (two
+  // pieces when it wraps), then frees its space. The producer may rewrite those bytes while
+  // `visit` looks; only the frame's length is validated (copied once, as by TryRead).
+  StatusOr<bool> TryVisit(const std::function<void(std::span<const uint8_t> first,
+                                                   std::span<const uint8_t> second)>& visit);
 
  private:
   void CopyOut(uint64_t at, uint8_t* bytes, size_t size) const;
+  // The length of the next message, validated: nullopt when the ring is empty.
+  StatusOr<std::optional<uint32_t>> NextLength();
+  // Frees the frame of a message of `length` bytes at our head.
+  void Consume(uint32_t length);
 
   SharedWord* tail_word_;
   SharedWord* head_word_;

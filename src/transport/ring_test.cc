@@ -80,6 +80,39 @@ TEST_F(RingFixture, FilledMessagesRoundTripAcrossTheWrap) {
   EXPECT_GT(tail.value, 100 * kCapacity);
 }
 
+// A visited message is the same bytes TryRead would copy, shown in place: one piece, or two
+// across the ring's end; its space is freed after the visit.
+TEST_F(RingFixture, VisitShowsMessagesInPlaceAcrossTheWrap) {
+  std::mt19937 rng(4);
+  int wrapped = 0;
+  for (uint32_t i = 0; i < 3000; ++i) {
+    const std::vector<uint8_t> message = Pattern(rng() % 1500, i);
+    ASSERT_GE(*writer.FreeBytes(), FrameBytes(message.size()));
+    Put(message);
+    std::vector<uint8_t> seen;
+    StatusOr<bool> visited =
+        reader.TryVisit([&](std::span<const uint8_t> first, std::span<const uint8_t> second) {
+          EXPECT_GE(first.data(), data);
+          EXPECT_LE(first.data() + first.size(), data + kCapacity);
+          if (!second.empty()) {
+            ++wrapped;
+            EXPECT_EQ(second.data(), data);
+            EXPECT_EQ(first.data() + first.size(), data + kCapacity);
+          }
+          seen.assign(first.begin(), first.end());
+          seen.insert(seen.end(), second.begin(), second.end());
+        });
+    ASSERT_TRUE(visited.ok()) << visited.status().ToString();
+    ASSERT_TRUE(*visited);
+    ASSERT_EQ(seen, message) << "message " << i;
+    EXPECT_EQ(*writer.FreeBytes(), kCapacity);
+  }
+  EXPECT_GT(wrapped, 10);
+  StatusOr<bool> empty = reader.TryVisit([](auto, auto) { ADD_FAILURE() << "visited nothing"; });
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(*empty);
+}
+
 // A fill that fails publishes nothing: the reader sees the next message as if the failed one
 // had never been started, and no space is lost.
 TEST_F(RingFixture, FailedFillPublishesNothing) {

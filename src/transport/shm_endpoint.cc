@@ -228,12 +228,13 @@ Status ShmEndpoint::SendFilled(std::span<const std::span<const uint8_t>> parts, 
   return Status::Ok();
 }
 
-Status ShmEndpoint::Receive(std::vector<uint8_t>* message, int timeout_ms) {
+template <typename Take>
+Status ShmEndpoint::ReceiveWith(Take take, int timeout_ms) {
   PVGPU_TRY(Unusable());
   std::lock_guard<std::mutex> lock(receive_mu_);
   const Deadline deadline(timeout_ms);
   for (;;) {
-    StatusOr<bool> got = rx_.TryRead(message);
+    StatusOr<bool> got = take();
     if (!got.ok()) return Poison(got.status());
     if (*got) {
       if (Flag(peer_->space).load(std::memory_order_seq_cst) != 0) {
@@ -245,6 +246,22 @@ Status ShmEndpoint::Receive(std::vector<uint8_t>* message, int timeout_ms) {
     if (timeout_ms == 0) return Error(Code::kNotReady, "no message");
     PVGPU_TRY(WaitUntil([&] { return rx_.HasData(); }, mine_->data, deadline));
   }
+}
+
+Status ShmEndpoint::Receive(std::vector<uint8_t>* message, int timeout_ms) {
+  return ReceiveWith([&] { return rx_.TryRead(message); }, timeout_ms);
+}
+
+Status ShmEndpoint::ReceiveView(std::vector<uint8_t>* /*scratch*/,
+                                const std::function<void(const MessageView&)>& visit,
+                                int timeout_ms) {
+  return ReceiveWith(
+      [&] {
+        return rx_.TryVisit([&](std::span<const uint8_t> first, std::span<const uint8_t> second) {
+          visit(MessageView{first, second});
+        });
+      },
+      timeout_ms);
 }
 
 void ShmEndpoint::PublishFence(uint64_t value) {

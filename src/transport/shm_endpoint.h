@@ -42,6 +42,8 @@ class ShmEndpoint final : public Endpoint {
   Status SendFilled(std::span<const std::span<const uint8_t>> parts, size_t fill_bytes,
                     const Fill& fill) override;
   Status Receive(std::vector<uint8_t>* message, int timeout_ms) override;
+  Status ReceiveView(std::vector<uint8_t>* scratch,
+                     const std::function<void(const MessageView&)>& visit, int timeout_ms) override;
   void PublishFence(uint64_t value) override;
   uint64_t ReadFence() const override;
   Status WaitFence(uint64_t value, int timeout_ms) override;
@@ -58,6 +60,9 @@ class ShmEndpoint final : public Endpoint {
  private:
   ShmEndpoint(ShmEndpointParts parts, void* map, size_t map_bytes);
 
+  // Receive's loop around `take()` (a TryRead or TryVisit of the ring).
+  template <typename Take>
+  Status ReceiveWith(Take take, int timeout_ms);
   // Spins briefly, then sleeps on our doorbell with `flag` raised, until `ready()`.
   template <typename Ready>
   Status WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadline);

@@ -140,33 +140,59 @@ Code Client::SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fi
   return Code::kOk;
 }
 
-Code Client::AwaitReplyLocked(uint64_t seq, const ReplySink& reply) {
+Code Client::AwaitReplyViewLocked(uint64_t seq,
+                                  const std::function<void(const transport::MessageView&)>& body) {
   for (;;) {
-    Status received = endpoint_->Receive(&scratch_, -1);
-    if (!received.ok()) return Broken(received);
-    if (scratch_.size() < sizeof(MessageHeader)) {
-      return Broken(Error(Code::kUnknown, "malformed message from the host"));
-    }
     MessageHeader header;
-    std::memcpy(&header, scratch_.data(), sizeof(header));
-    std::span<const uint8_t> body(scratch_.data() + sizeof(header),
-                                  scratch_.size() - sizeof(header));
+    bool malformed = false;
+    std::vector<uint8_t> unsolicited;
+    // The message is looked at where it arrived (in the shared ring on the local channel): the
+    // reply's bytes are copied once, to where the caller wants them.
+    Status received = endpoint_->ReceiveView(&scratch_, [&](const transport::MessageView& m) {
+      if (m.size() < sizeof(header)) {
+        malformed = true;
+        return;
+      }
+      m.CopyPrefix(&header, sizeof(header));
+      const transport::MessageView rest = m.Tail(sizeof(header));
+      if ((header.flags & protocol::kFlagReply) == 0) {
+        unsolicited.resize(rest.size());
+        rest.CopyPrefix(unsolicited.data(), rest.size());
+      } else if (header.seq == seq) {
+        body(rest);
+      }
+    });
+    if (!received.ok()) return Broken(received);
+    if (malformed) return Broken(Error(Code::kUnknown, "malformed message from the host"));
     if ((header.flags & protocol::kFlagReply) == 0) {
-      HandleUnsolicited(header, body);
+      HandleUnsolicited(header, unsolicited);
       continue;
     }
     if (header.seq != seq) {
       return Broken(Error(Code::kUnknown, "reply to message " + std::to_string(header.seq) +
                                               " while waiting for " + std::to_string(seq)));
     }
-    if (body.size() < reply.fixed_size) return Broken(Error(Code::kUnknown, "short reply"));
-    if (reply.fixed_size != 0) std::memcpy(reply.fixed, body.data(), reply.fixed_size);
-    if (reply.payload != nullptr) {
-      reply.payload->assign(body.begin() + reply.fixed_size, body.end());
-    }
-    if (reply.view != nullptr) *reply.view = body.subspan(reply.fixed_size);
     return Code::kOk;
   }
+}
+
+Code Client::AwaitReplyLocked(uint64_t seq, const ReplySink& reply) {
+  bool short_reply = false;
+  const Code code = AwaitReplyViewLocked(seq, [&](const transport::MessageView& body) {
+    if (body.size() < reply.fixed_size) {
+      short_reply = true;
+      return;
+    }
+    body.CopyPrefix(reply.fixed, reply.fixed_size);
+    if (reply.payload != nullptr) {
+      const transport::MessageView payload = body.Tail(reply.fixed_size);
+      reply.payload->resize(payload.size());
+      payload.CopyPrefix(reply.payload->data(), payload.size());
+    }
+  });
+  if (code != Code::kOk) return code;
+  if (short_reply) return Broken(Error(Code::kUnknown, "short reply"));
+  return Code::kOk;
 }
 
 void Client::HandleUnsolicited(const MessageHeader& header, std::span<const uint8_t> body) {
@@ -198,8 +224,9 @@ Code Client::Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
   return AwaitReplyLocked(sent_seq, *reply);
 }
 
-Code Client::ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_t request_size,
-                           const std::function<Code(size_t, std::span<const uint8_t>)>& on_reply) {
+Code Client::ExchangeBatch(
+    uint32_t op, std::span<const uint8_t> requests, size_t request_size,
+    const std::function<Code(size_t, const transport::MessageView&)>& on_reply) {
   if (!connected()) {
     Status status = Connect();
     if (!status.ok()) return status.code();
@@ -215,11 +242,11 @@ Code Client::ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_
   }
   // Every reply is read even after a failure, so that none is left for the next call.
   Code result = Code::kOk;
-  std::span<const uint8_t> body;
   for (size_t i = 0; i < count; ++i) {
-    Code code = AwaitReplyLocked(first + i, ReplySink{nullptr, 0, nullptr, &body});
+    Code code = AwaitReplyViewLocked(first + i, [&](const transport::MessageView& body) {
+      if (result == Code::kOk) result = on_reply(i, body);
+    });
     if (code == Code::kDeviceUnavailable) return code;
-    if (code == Code::kOk && result == Code::kOk) result = on_reply(i, body);
   }
   return result;
 }

@@ -57,7 +57,8 @@ class Client {
 
   // Sends `requests` back to back, then takes their replies in order, so that the host streams
   // the data of many chunks without a round trip each. `on_reply(index, payload)` sees each
-  // successful reply's payload; the first failing result ends the call.
+  // successful reply's payload (a transport::MessageView: where it arrived, to be copied out,
+  // valid during the call); the first failing result ends the call.
   template <typename Request, typename OnReply>
   Code CallPipelined(std::span<const Request> requests, OnReply&& on_reply);
 
@@ -94,14 +95,11 @@ class Client {
   explicit Client(std::string address);
   // Where a reply goes, decoded straight from the receive buffer (no copy of the whole body
   // on the way): its fixed part into `fixed` (a reply shorter than `fixed_size` breaks the
-  // channel), the rest into `*payload` (a copy) or `*view` when not null.
+  // channel), the rest into `*payload` when not null.
   struct ReplySink {
     void* fixed = nullptr;
     size_t fixed_size = 0;
     std::vector<uint8_t>* payload = nullptr;
-    // When not null, receives the payload where it lies in the receive buffer (no copy),
-    // valid until the next receive.
-    std::span<const uint8_t>* view = nullptr;
   };
   // Sends a request; waits for its reply when `reply` is not null.
   Code Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
@@ -109,9 +107,14 @@ class Client {
   Code SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fixed,
                   std::span<const uint8_t> payload, uint64_t* seq);
   Code AwaitReplyLocked(uint64_t seq, const ReplySink& reply);
+  // Waits for the reply to `seq`, handling unsolicited messages on the way, and shows its body
+  // (after the header) to `body` where it arrived (transport::Endpoint::ReceiveView). A reply to
+  // another message breaks the channel.
+  Code AwaitReplyViewLocked(uint64_t seq,
+                            const std::function<void(const transport::MessageView&)>& body);
   // The batch behind CallPipelined: every request has the same op and fixed size.
   Code ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_t request_size,
-                     const std::function<Code(size_t, std::span<const uint8_t>)>& on_reply);
+                     const std::function<Code(size_t, const transport::MessageView&)>& on_reply);
   void HandleUnsolicited(const protocol::MessageHeader& header, std::span<const uint8_t> body);
   Code Broken(const Status& status);
 
@@ -137,12 +140,12 @@ Code Client::CallPipelined(std::span<const Request> requests, OnReply&& on_reply
   return ExchangeBatch(static_cast<uint32_t>(Request::kOp),
                        {reinterpret_cast<const uint8_t*>(requests.data()), requests.size_bytes()},
                        sizeof(Request),
-                       [&on_reply](size_t index, std::span<const uint8_t> body) -> Code {
+                       [&on_reply](size_t index, const transport::MessageView& body) -> Code {
                          Reply fixed;
                          if (body.size() < sizeof(fixed)) return Code::kUnknown;
-                         std::memcpy(&fixed, body.data(), sizeof(fixed));
+                         body.CopyPrefix(&fixed, sizeof(fixed));
                          if (fixed.result != 0) return static_cast<Code>(fixed.result);
-                         return on_reply(index, body.subspan(sizeof(fixed)));
+                         return on_reply(index, body.Tail(sizeof(fixed)));
                        });
 }
 

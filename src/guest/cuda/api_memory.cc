@@ -137,13 +137,13 @@ CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream, boo
     offsets.push_back(done);
     done += chunk;
   }
-  const Code code =
-      client.CallPipelined(std::span<const protocol::MemcpyDtoHRequest>(requests),
-                           [&](size_t index, std::span<const uint8_t> payload) {
-                             if (payload.size() != requests[index].size) return Code::kUnknown;
-                             std::memcpy(out + offsets[index], payload.data(), payload.size());
-                             return Code::kOk;
-                           });
+  const Code code = client.CallPipelined(
+      std::span<const protocol::MemcpyDtoHRequest>(requests),
+      [&](size_t index, const pvgpu::transport::MessageView& payload) {
+        if (payload.size() != requests[index].size) return Code::kUnknown;
+        payload.CopyPrefix(out + offsets[index], payload.size());  // straight from the ring
+        return Code::kOk;
+      });
   return ToCu(code);
 }
 
