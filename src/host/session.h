@@ -66,9 +66,10 @@ class Session {
   uint32_t id() const { return id_; }
   const SessionPolicy& policy() const { return policy_; }
 
-  // Called by protocol::Dispatch for each decoded request.
-  template <typename Request>
-  Code Handle(const Request& request, std::span<const uint8_t> payload);
+  // Called by protocol::Dispatch for each decoded request (and by RunInPlace, whose payload
+  // is a transport::MessageView).
+  template <typename Request, typename Payload>
+  Code Handle(const Request& request, const Payload& payload);
 
  private:
   struct Allocation {
@@ -116,6 +117,7 @@ class Session {
   Code Execute(const protocol::MemAllocRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::MemFreeRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::MemcpyHtoDRequest&, std::span<const uint8_t>);
+  Code Execute(const protocol::MemcpyHtoDRequest&, const transport::MessageView&);
   Code Execute(const protocol::MemcpyDtoHRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::MemcpyDtoDRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::MemsetRequest&, std::span<const uint8_t>);
@@ -199,6 +201,16 @@ class Session {
   void DestroyContext(ContextState& ctx);
   uint64_t UsedBytes() const;
 
+  // The start of each message in Run: its header in current_, checked (sequence, flags, Hello
+  // first); false, with the session ended as a protocol violation, when it fails.
+  bool BeginMessage(const protocol::MessageHeader& header, uint64_t* last_seq);
+  // Runs a MemcpyHtoD message where it arrived (transport::Endpoint::ReceiveView): the bytes
+  // go from the channel's ring straight to the device, without a copy into a message buffer.
+  // Only its header and fixed part are copied and checked: the guest may still rewrite the
+  // payload while it is copied, which changes only its own data. False for any other message,
+  // which the caller copies out and runs as usual.
+  bool RunInPlace(const transport::MessageView& message, uint64_t* last_seq);
+
   template <typename Reply>
   void SendReply(const Reply& reply, std::span<const uint8_t> payload = {});
   // SendReply for a reply whose `payload_bytes` of payload `fill` writes straight into the
@@ -258,8 +270,8 @@ class Session {
   std::unordered_map<uint64_t, std::unique_ptr<Region>> regions_;
 };
 
-template <typename Request>
-Code Session::Handle(const Request& request, std::span<const uint8_t> payload) {
+template <typename Request, typename Payload>
+Code Session::Handle(const Request& request, const Payload& payload) {
   replied_ = false;
   const Code code = Execute(request, payload);
   if (fatal_) return code;

@@ -52,6 +52,10 @@ Code Session::Execute(const MemFreeRequest& request, std::span<const uint8_t>) {
 }
 
 Code Session::Execute(const MemcpyHtoDRequest& request, std::span<const uint8_t> data) {
+  return Execute(request, transport::MessageView{data, {}});
+}
+
+Code Session::Execute(const MemcpyHtoDRequest& request, const transport::MessageView& data) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
   if (ctx->sticky != Code::kOk) return ctx->sticky;
@@ -59,7 +63,11 @@ Code Session::Execute(const MemcpyHtoDRequest& request, std::span<const uint8_t>
     RecordFault(*ctx, Error(Code::kInvalidValue, "HtoD destination outside allocations"), "copy");
     return Code::kInvalidValue;
   }
-  Status status = ctx->impl->Write(request.dst, data);
+  // In two pieces when the bytes wrap around the end of the channel's ring.
+  Status status = ctx->impl->Write(request.dst, data.first);
+  if (status.ok() && !data.second.empty()) {
+    status = ctx->impl->Write(request.dst + data.first.size(), data.second);
+  }
   if (!status.ok()) RecordFault(*ctx, status, "copy");
   return status.code();
 }

@@ -72,6 +72,36 @@ TEST_F(ProtocolAbuseTest, SkippedSeq) {
   });
 }
 
+// HtoD copies run where they arrive in the ring (Session::RunInPlace), past the checks the
+// other messages meet in the session loop: the same checks, so the same violations.
+TEST_F(ProtocolAbuseTest, CopyBeforeHello) {
+  ExpectFatal("first message must be Hello",
+              [](RawGuest& g) { g.Send(MemcpyHtoDRequest{}, Bytes("data", 4)); });
+}
+
+TEST_F(ProtocolAbuseTest, CopyWithSkippedSeq) {
+  ExpectFatal("out-of-order message: seq 3 after 1", [](RawGuest& g) {
+    ASSERT_EQ(g.Hello(), 0);
+    g.set_seq(2);
+    g.Send(MemcpyHtoDRequest{}, Bytes("data", 4));
+  });
+}
+
+TEST_F(ProtocolAbuseTest, CopyWithUnknownFlags) {
+  ExpectFatal("unknown message flags 1", [](RawGuest& g) {
+    ASSERT_EQ(g.Hello(), 0);
+    g.Send(MemcpyHtoDRequest{}, Bytes("data", 4), kFlagReply);
+  });
+}
+
+TEST_F(ProtocolAbuseTest, TruncatedCopy) {
+  ExpectFatal("bad size for MemcpyHtoD (8 bytes)", [](RawGuest& g) {
+    ASSERT_EQ(g.Hello(), 0);
+    const uint8_t part[8] = {};
+    g.SendOp(static_cast<uint32_t>(Op::kMemcpyHtoD), part);
+  });
+}
+
 TEST_F(ProtocolAbuseTest, UnknownOp) {
   ExpectFatal("unknown op 9999", [](RawGuest& g) {
     ASSERT_EQ(g.Hello(), 0);
@@ -175,6 +205,16 @@ TEST_F(ProtocolAbuseTest, CopyOnUnknownStream) {
     copy.ctx = kCtx;
     copy.stream = 555;
     g.Send(copy);
+  });
+}
+
+TEST_F(ProtocolAbuseTest, HtoDCopyOnUnknownStream) {
+  ExpectFatal("unknown stream handle 556", [](RawGuest& g) {
+    Open(g);
+    MemcpyHtoDRequest copy;
+    copy.ctx = kCtx;
+    copy.stream = 556;
+    g.Send(copy, Bytes("data", 4));
   });
 }
 
