@@ -86,6 +86,8 @@ class Context {
 
   virtual StatusOr<uint64_t> Allocate(uint64_t size) = 0;
   virtual Status Free(uint64_t dptr) = 0;
+  // `data` is valid only during the call (it may lie in the channel's ring, which the guest
+  // reuses once the call returns): an adapter copies or stages it before returning.
   virtual Status Write(uint64_t dst, std::span<const uint8_t> data) = 0;
   virtual Status Read(uint64_t src, std::span<uint8_t> data) = 0;
   virtual Status Copy(uint64_t dst, uint64_t src, uint64_t size) = 0;

@@ -37,7 +37,8 @@ bool EndsLaunch(const std::vector<uint8_t>& message, uint64_t ctx) {
 }
 }  // namespace
 
-Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, LaunchRef launch) {
+Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle,
+                              FunctionRef<Status()> launch) {
   if (!watch_.thread.joinable()) watch_.thread = std::thread([this] { WatchLoop(); });
   watch_.ctx.store(ctx.impl.get(), std::memory_order_relaxed);
   watch_.ctx_handle.store(ctx_handle, std::memory_order_relaxed);

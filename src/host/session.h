@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "adapters/adapter.h"
+#include "common/function_ref.h"
 #include "protocol/wire.h"
 #include "transport/channel.h"
 
@@ -144,19 +145,7 @@ class Session {
   //
   // `launch` is called before WatchedLaunch returns, so it is taken by reference: a
   // std::function would allocate for the launch's captures on every launch.
-  class LaunchRef {
-   public:
-    template <typename F>
-    LaunchRef(F& f)  // NOLINT: implicit, as std::function is
-        : object_(static_cast<void*>(std::addressof(f))),
-          call_([](void* object) -> Status { return (*static_cast<F*>(object))(); }) {}
-    Status operator()() const { return call_(object_); }
-
-   private:
-    void* object_;
-    Status (*call_)(void*);
-  };
-  Status WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, LaunchRef launch);
+  Status WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, FunctionRef<Status()> launch);
   void WatchLoop();
   // The session thread starts and ends launches without taking `mutex`: it and the watcher
   // publish their flags seq_cst and then read the other's (Dekker), so either the session
@@ -207,8 +196,9 @@ class Session {
   // Runs a MemcpyHtoD message where it arrived (transport::Endpoint::ReceiveView): the bytes
   // go from the channel's ring straight to the device, without a copy into a message buffer.
   // Only its header and fixed part are copied and checked: the guest may still rewrite the
-  // payload while it is copied, which changes only its own data. False for any other message,
-  // which the caller copies out and runs as usual.
+  // payload while it is copied, which changes only its own data; the adapter is done with the
+  // payload when Write returns (adapters::Context::Write). False for any other message, which
+  // the caller copies out and runs as usual.
   bool RunInPlace(const transport::MessageView& message, uint64_t* last_seq);
 
   template <typename Reply>
@@ -219,7 +209,7 @@ class Session {
   // failure is handled as SendRaw handles it).
   template <typename Reply>
   Status SendReplyFilled(const Reply& reply, size_t payload_bytes,
-                         const transport::Endpoint::Fill& fill);
+                         FunctionRef<Status(std::span<uint8_t>, size_t)> fill);
   void SendPrint(uint64_t ctx, std::string_view text);
   void SendRaw(const protocol::MessageHeader& header, std::span<const uint8_t> fixed,
                std::span<const uint8_t> payload);
@@ -233,7 +223,8 @@ class Session {
   //
   // Ends the current message: its seq is done now, or, when it named an asynchronous context,
   // once the work submitted so far on that context completes. Once per message (SendReply
-  // calls it before replying, the loop after executing).
+  // calls it before replying, SendReplyFilled once the payload is written and before the
+  // reply is visible, the loop after executing).
   void SettleCurrent();
   // A deferred seq's work is done (any thread).
   void CompleteSeq(uint64_t seq);
@@ -299,7 +290,7 @@ void Session::SendReply(const Reply& reply, std::span<const uint8_t> payload) {
 
 template <typename Reply>
 Status Session::SendReplyFilled(const Reply& reply, size_t payload_bytes,
-                                const transport::Endpoint::Fill& fill) {
+                                FunctionRef<Status(std::span<uint8_t>, size_t)> fill) {
   protocol::MessageHeader header;
   header.op = current_.op;
   header.flags = protocol::kFlagReply;

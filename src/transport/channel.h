@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/function_ref.h"
 #include "common/status.h"
 
 namespace pvgpu::transport {
@@ -86,9 +87,15 @@ class Endpoint {
   // pieces that cover [0, fill_bytes) in order (two when the bytes wrap around the ring's
   // end). When it fails nothing is sent and its error is returned; otherwise as Send. This
   // default stages the bytes in a buffer and calls Send.
-  using Fill = std::function<Status(std::span<uint8_t> piece, size_t offset)>;
+  // `fill` must not send on this endpoint (the send is under way).
+  using Fill = FunctionRef<Status(std::span<uint8_t> piece, size_t offset)>;
   virtual Status SendFilled(std::span<const std::span<const uint8_t>> parts, size_t fill_bytes,
-                            const Fill& fill) {
+                            Fill fill) {
+    if (fill_bytes > max_message_size()) {
+      return Error(Code::kInvalidValue, "message of " + std::to_string(fill_bytes) +
+                                            " bytes exceeds the channel maximum " +
+                                            std::to_string(max_message_size()));
+    }
     std::unique_ptr<uint8_t[]> staged(new uint8_t[fill_bytes == 0 ? 1 : fill_bytes]);
     if (fill_bytes != 0) PVGPU_TRY(fill({staged.get(), fill_bytes}, 0));
     std::vector<std::span<const uint8_t>> all(parts.begin(), parts.end());
@@ -104,12 +111,11 @@ class Endpoint {
 
   // Takes the next incoming message and shows it to `visit` where it lies, without copying it
   // first: on the local channel the bytes stay in the shared ring (in two pieces when they wrap
-  // around its end) until `visit` returns, and the peer may still write them meanwhile, so this
-  // is for bulk data the caller only copies out, never for what it must validate. Channels
-  // without a ring receive into `*scratch` and show that. Errors as Receive.
-  virtual Status ReceiveView(std::vector<uint8_t>* scratch,
-                             const std::function<void(const MessageView&)>& visit,
-                             int timeout_ms = -1) {
+  // around its end) until `visit` returns, and the peer may rewrite them meanwhile. So `visit`
+  // copies out, once, whatever it will check and then rely on, and takes the rest (bulk data)
+  // as it is. Channels without a ring receive into `*scratch` and show that. Errors as Receive.
+  using Visit = FunctionRef<void(const MessageView&)>;
+  virtual Status ReceiveView(std::vector<uint8_t>* scratch, Visit visit, int timeout_ms = -1) {
     PVGPU_TRY(Receive(scratch, timeout_ms));
     visit(MessageView{*scratch, {}});
     return Status::Ok();

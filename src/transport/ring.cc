@@ -64,7 +64,7 @@ void RingWriter::Write(std::span<const std::span<const uint8_t>> parts, size_t t
 }
 
 Status RingWriter::WriteFilled(std::span<const std::span<const uint8_t>> parts, size_t parts_total,
-                               size_t fill_bytes, const Fill& fill) {
+                               size_t fill_bytes, Fill fill) {
   const size_t total = parts_total + fill_bytes;
   const uint64_t at = WriteHead(parts, total);
   if (fill_bytes != 0) {
@@ -139,7 +139,7 @@ StatusOr<bool> RingReader::TryRead(std::vector<uint8_t>* out) {
 }
 
 StatusOr<bool> RingReader::TryVisit(
-    const std::function<void(std::span<const uint8_t>, std::span<const uint8_t>)>& visit) {
+    FunctionRef<void(std::span<const uint8_t>, std::span<const uint8_t>)> visit) {
   PVGPU_ASSIGN_OR_RETURN(std::optional<uint32_t> length, NextLength());
   if (!length) return false;
   const size_t pos = (head_ + sizeof(uint32_t)) & (capacity_ - 1);

@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "common/function_ref.h"
 #include "common/status.h"
 #include "transport/shm_layout_unsafe.h"
 
@@ -43,11 +44,13 @@ class RingWriter {
   // Copies one frame in and publishes it. The caller checked FreeBytes() >= FrameBytes(total).
   void Write(std::span<const std::span<const uint8_t>> parts, size_t total);
   // Writes one frame of `parts` and then `fill_bytes` that `fill(piece, offset)` writes in
-  // place (two pieces when they wrap), and publishes it; when `fill` fails, nothing is
-  // published and its error is returned. The caller checked the space as for Write.
-  using Fill = std::function<Status(std::span<uint8_t> piece, size_t offset)>;
+  // place (two pieces when they wrap), and publishes it; when `fill` fails, the frame is not
+  // published (its bytes stay in the ring's free space, where the consumer could read but
+  // never receives them, and the next frame overwrites them) and `fill`'s error is returned.
+  // The caller checked the space as for Write.
+  using Fill = FunctionRef<Status(std::span<uint8_t> piece, size_t offset)>;
   Status WriteFilled(std::span<const std::span<const uint8_t>> parts, size_t parts_total,
-                     size_t fill_bytes, const Fill& fill);
+                     size_t fill_bytes, Fill fill);
   size_t capacity() const { return capacity_; }
 
  private:
@@ -84,8 +87,8 @@ class RingReader {
   // TryRead without the copy: shows the message to `visit` where it lies in the ring (two
   // pieces when it wraps), then frees its space. The producer may rewrite those bytes while
   // `visit` looks; only the frame's length is validated (copied once, as by TryRead).
-  StatusOr<bool> TryVisit(const std::function<void(std::span<const uint8_t> first,
-                                                   std::span<const uint8_t> second)>& visit);
+  StatusOr<bool> TryVisit(
+      FunctionRef<void(std::span<const uint8_t> first, std::span<const uint8_t> second)> visit);
 
  private:
   void CopyOut(uint64_t at, uint8_t* bytes, size_t size) const;

@@ -54,6 +54,7 @@ TEST_F(RingFixture, RoundTripsRandomSizesAcrossTheWrap) {
 TEST_F(RingFixture, FilledMessagesRoundTripAcrossTheWrap) {
   std::mt19937 rng(2);
   std::vector<uint8_t> got;
+  int wrapped = 0;
   for (uint32_t i = 0; i < 3000; ++i) {
     const std::vector<uint8_t> head = Pattern(i % 40, i);
     const std::vector<uint8_t> bulk = Pattern(rng() % 1500, i + 7);
@@ -72,12 +73,14 @@ TEST_F(RingFixture, FilledMessagesRoundTripAcrossTheWrap) {
     ASSERT_TRUE(written.ok()) << written.ToString();
     EXPECT_EQ(next, bulk.size());
     EXPECT_LE(pieces, 2);
+    wrapped += pieces == 2;
     ASSERT_TRUE(*reader.TryRead(&got));
     std::vector<uint8_t> expected = head;
     expected.insert(expected.end(), bulk.begin(), bulk.end());
     ASSERT_EQ(got, expected) << "message " << i;
   }
   EXPECT_GT(tail.value, 100 * kCapacity);
+  EXPECT_GT(wrapped, 10);  // the two-piece case happened
 }
 
 // A visited message is the same bytes TryRead would copy, shown in place: one piece, or two

@@ -216,7 +216,7 @@ Status ShmEndpoint::Send(std::span<const std::span<const uint8_t>> parts) {
 }
 
 Status ShmEndpoint::SendFilled(std::span<const std::span<const uint8_t>> parts, size_t fill_bytes,
-                               const Fill& fill) {
+                               Fill fill) {
   size_t parts_total = 0;
   for (const auto& part : parts) parts_total += part.size();
   if (fill_bytes > max_message_) return CheckSize(fill_bytes);  // no overflow in the sum
@@ -252,9 +252,7 @@ Status ShmEndpoint::Receive(std::vector<uint8_t>* message, int timeout_ms) {
   return ReceiveWith([&] { return rx_.TryRead(message); }, timeout_ms);
 }
 
-Status ShmEndpoint::ReceiveView(std::vector<uint8_t>* /*scratch*/,
-                                const std::function<void(const MessageView&)>& visit,
-                                int timeout_ms) {
+Status ShmEndpoint::ReceiveView(std::vector<uint8_t>* /*scratch*/, Visit visit, int timeout_ms) {
   return ReceiveWith(
       [&] {
         return rx_.TryVisit([&](std::span<const uint8_t> first, std::span<const uint8_t> second) {

@@ -40,10 +40,9 @@ class ShmEndpoint final : public Endpoint {
   Status Send(std::span<const std::span<const uint8_t>> parts) override;
   using Endpoint::Send;
   Status SendFilled(std::span<const std::span<const uint8_t>> parts, size_t fill_bytes,
-                    const Fill& fill) override;
+                    Fill fill) override;
   Status Receive(std::vector<uint8_t>* message, int timeout_ms) override;
-  Status ReceiveView(std::vector<uint8_t>* scratch,
-                     const std::function<void(const MessageView&)>& visit, int timeout_ms) override;
+  Status ReceiveView(std::vector<uint8_t>* scratch, Visit visit, int timeout_ms) override;
   void PublishFence(uint64_t value) override;
   uint64_t ReadFence() const override;
   Status WaitFence(uint64_t value, int timeout_ms) override;

@@ -73,7 +73,8 @@ TEST_F(ProtocolAbuseTest, SkippedSeq) {
 }
 
 // HtoD copies run where they arrive in the ring (Session::RunInPlace), past the checks the
-// other messages meet in the session loop: the same checks, so the same violations.
+// other messages meet in the session loop: the same checks, so the same violations. (The
+// harness's daemon logs at info level; at trace level every message takes the usual path.)
 TEST_F(ProtocolAbuseTest, CopyBeforeHello) {
   ExpectFatal("first message must be Hello",
               [](RawGuest& g) { g.Send(MemcpyHtoDRequest{}, Bytes("data", 4)); });

@@ -101,7 +101,8 @@ Status CudaContext::Write(uint64_t dst, std::span<const uint8_t> data) {
   void* staging = data.size() <= StagingPool::kBufferBytes ? staging_->Take() : nullptr;
   if (staging == nullptr) {
     // The driver stages pageable memory before cuMemcpyHtoDAsync returns (after waiting for
-    // the stream), so the session's buffer may be reused at once.
+    // the stream), so `data` (a session buffer, or the channel's ring, neither of them
+    // registered with the driver) may be reused at once, as Write's contract requires.
     return Submitted(api.cuMemcpyHtoDAsync(dst, data.data(), data.size(), stream_),
                      "cuMemcpyHtoDAsync");
   }

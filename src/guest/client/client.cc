@@ -141,7 +141,7 @@ Code Client::SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fi
 }
 
 Code Client::AwaitReplyViewLocked(uint64_t seq,
-                                  const std::function<void(const transport::MessageView&)>& body) {
+                                  FunctionRef<void(const transport::MessageView&)> body) {
   for (;;) {
     MessageHeader header;
     bool malformed = false;
@@ -216,7 +216,8 @@ Code Client::Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
   }
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t sent_seq = 0;
-  const uint32_t flags = (async && reply != nullptr) ? protocol::kFlagWantReply : 0;
+  const uint32_t flags =
+      (async && reply != nullptr) ? static_cast<uint32_t>(protocol::kFlagWantReply) : 0u;
   Code code = SendLocked(op, flags, fixed, request_payload, &sent_seq);
   if (code != Code::kOk) return code;
   if (seq != nullptr) *seq = sent_seq;

@@ -110,8 +110,7 @@ class Client {
   // Waits for the reply to `seq`, handling unsolicited messages on the way, and shows its body
   // (after the header) to `body` where it arrived (transport::Endpoint::ReceiveView). A reply to
   // another message breaks the channel.
-  Code AwaitReplyViewLocked(uint64_t seq,
-                            const std::function<void(const transport::MessageView&)>& body);
+  Code AwaitReplyViewLocked(uint64_t seq, FunctionRef<void(const transport::MessageView&)> body);
   // The batch behind CallPipelined: every request has the same op and fixed size.
   Code ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_t request_size,
                      const std::function<Code(size_t, const transport::MessageView&)>& on_reply);

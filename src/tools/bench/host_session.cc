@@ -1,6 +1,7 @@
 #include "tools/bench/host_session.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -13,11 +14,15 @@
 #include "tools/child_process.h"
 #include "tools/console.h"
 #include "tools/host_address.h"
+#include "tools/signal_forwarder.h"
 
 extern char** environ;
 
 namespace pvgpu::tools::bench {
 namespace {
+
+// How long SelfChild::Ask waits for an answer.
+constexpr int kAnswerTimeoutMs = 300 * 1000;
 
 // The explicit host, or PVGPU_HOST when it answers now; "" means a private host is needed.
 StatusOr<std::string> ExistingHost(const std::optional<std::string>& host) {
@@ -116,6 +121,7 @@ StatusOr<std::unique_ptr<SelfChild>> HostSession::StartSelf(
     return Error(Code::kUnknown, std::string("fork: ") + std::strerror(error));
   }
   if (pid == 0) {
+    ResetSignalMaskInChild();
     dup2(ends[1], STDIN_FILENO);  // dup2 clears close-on-exec on the copies
     dup2(ends[1], STDOUT_FILENO);
     execve(c_argv[0], c_argv.data(), c_env.data());
@@ -146,6 +152,15 @@ StatusOr<std::string> SelfChild::Ask(const std::string& line) {
       std::string answer = buffered_.substr(0, newline);
       buffered_.erase(0, newline + 1);
       return answer;
+    }
+    // A round takes milliseconds; a child silent for minutes is stuck, and is stopped.
+    pollfd readable{socket_, POLLIN, 0};
+    const int ready = poll(&readable, 1, kAnswerTimeoutMs);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      kill(pid_, SIGKILL);
+      return Error(Code::kUnknown, what_ + " did not answer '" + line + "' within " +
+                                       std::to_string(kAnswerTimeoutMs / 1000) + " s");
     }
     char buffer[256];
     const ssize_t got = read(socket_, buffer, sizeof(buffer));

@@ -31,7 +31,7 @@ class SelfChild {
   ~SelfChild();
 
   // Sends `line` (a newline is added) and returns the child's one-line answer, without its
-  // newline. Fails when the child ends or answers nothing.
+  // newline. Fails when the child ends, or kills it when it has not answered in 5 minutes.
   StatusOr<std::string> Ask(const std::string& line);
   // Ends the child's stdin (its sign to finish) and waits for it; fails unless it exits 0.
   Status Finish();
