@@ -65,6 +65,14 @@ bool PinnedOnHost(const void* p, size_t bytes, CUctx_st* owner, uint64_t* handle
   return pvgpu::guest::RegionOnHost(region, owner->client, handle) == Code::kOk;
 }
 
+// Pageable copies travel in chunks of at most this many bytes (and of the channel's largest
+// payload), so that a copy of a few MiB is already several chunks, which the two sides work on
+// at once (the guest filling the ring while the host empties it), and each chunk stays in cache
+// between them. Measured on the project's 2-core VM against chunks of the channel's maximum
+// (4 MiB): a 4 MiB copy 9-10 GB/s instead of 4.2-4.3 (HtoD) and 6.5-7.2 instead of 4.0-4.5
+// (DtoH), 16 MiB 7.8-9.7 instead of 5.5-6.2 (HtoD), 256 MiB unchanged.
+constexpr size_t kPageableChunkBytes = size_t{1} << 20;
+
 CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream,
                   bool async = false) {
   CUctx_st* ctx = nullptr;
@@ -89,7 +97,7 @@ CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream strea
   const auto* data = static_cast<const uint8_t*>(src);
   uint64_t seq = 0;
   for (size_t done = 0; done < bytes;) {
-    const size_t chunk = std::min(bytes - done, client.max_payload());
+    const size_t chunk = std::min({bytes - done, client.max_payload(), kPageableChunkBytes});
     protocol::MemcpyHtoDRequest request;
     request.ctx = owner->handle;
     request.stream = wire_stream;
@@ -127,7 +135,7 @@ CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream, boo
   std::vector<protocol::MemcpyDtoHRequest> requests;
   std::vector<size_t> offsets;
   for (size_t done = 0; done < bytes;) {
-    const size_t chunk = std::min(bytes - done, client.max_payload());
+    const size_t chunk = std::min({bytes - done, client.max_payload(), kPageableChunkBytes});
     protocol::MemcpyDtoHRequest request;
     request.ctx = owner->handle;
     request.stream = wire_stream;
