@@ -82,16 +82,6 @@ bool RingReader::HasData() const {
   return Word(*tail_word_).load(std::memory_order_seq_cst) != head_;
 }
 
-void RingReader::CopyOut(uint64_t at, uint8_t* bytes, size_t size) const {
-  // An empty message leaves `bytes` null, and memcpy from or to null is undefined even for
-  // zero bytes (UBSan stops the daemon on it).
-  if (size == 0) return;
-  const size_t pos = at & (capacity_ - 1);
-  const size_t first = std::min(size, capacity_ - pos);
-  std::memcpy(bytes, data_ + pos, first);
-  if (first < size) std::memcpy(bytes + first, data_, size - first);
-}
-
 StatusOr<std::optional<uint32_t>> RingReader::NextLength() {
   if (tail_seen_ == head_) {
     // Acquire: the producer wrote the frames before publishing its tail.
@@ -130,12 +120,13 @@ void RingReader::Consume(uint32_t length) {
 }
 
 StatusOr<bool> RingReader::TryRead(std::vector<uint8_t>* out) {
-  PVGPU_ASSIGN_OR_RETURN(std::optional<uint32_t> length, NextLength());
-  if (!length) return false;
-  out->resize(*length);
-  CopyOut(head_ + sizeof(uint32_t), out->data(), *length);
-  Consume(*length);
-  return true;
+  return TryVisit([out](std::span<const uint8_t> first, std::span<const uint8_t> second) {
+    out->resize(first.size() + second.size());
+    // An empty message leaves out->data() null, and memcpy from or to null is undefined even
+    // for zero bytes (UBSan stops the daemon on it).
+    if (!first.empty()) std::memcpy(out->data(), first.data(), first.size());
+    if (!second.empty()) std::memcpy(out->data() + first.size(), second.data(), second.size());
+  });
 }
 
 StatusOr<bool> RingReader::TryVisit(

@@ -91,7 +91,6 @@ class RingReader {
       FunctionRef<void(std::span<const uint8_t> first, std::span<const uint8_t> second)> visit);
 
  private:
-  void CopyOut(uint64_t at, uint8_t* bytes, size_t size) const;
   // The length of the next message, validated: nullopt when the ring is empty.
   StatusOr<std::optional<uint32_t>> NextLength();
   // Frees the frame of a message of `length` bytes at our head.

@@ -175,56 +175,39 @@ Status ShmEndpoint::WaitUntil(Ready ready, uint32_t& flag, const Deadline& deadl
   }
 }
 
-Status ShmEndpoint::CheckSize(size_t total) const {
-  if (total > max_message_) {
-    return Error(Code::kInvalidValue, "message of " + std::to_string(total) +
-                                          " bytes exceeds the channel maximum " +
-                                          std::to_string(max_message_));
-  }
-  return Unusable();
-}
-
-Status ShmEndpoint::WaitForSpaceLocked(size_t total) {
-  const size_t frame = FrameBytes(total);
-  for (;;) {
-    if (peer_closed()) return PeerGone();
-    if (tx_.KnownFreeBytes() >= frame) return Status::Ok();
-    StatusOr<size_t> free = tx_.FreeBytes();
-    if (!free.ok()) return Poison(free.status());
-    if (*free >= frame) return Status::Ok();
-    auto has_space = [&] {
-      StatusOr<size_t> now = tx_.FreeBytes();
-      return !now.ok() || *now >= frame;
-    };
-    PVGPU_TRY(WaitUntil(has_space, mine_->space, Deadline(-1)));
-  }
-}
-
-void ShmEndpoint::RingIfPeerWaits() {
-  if (Flag(peer_->data).load(std::memory_order_seq_cst) != 0) RingDoorbell(doorbell_out_.get());
-}
-
 Status ShmEndpoint::Send(std::span<const std::span<const uint8_t>> parts) {
-  size_t total = 0;
-  for (const auto& part : parts) total += part.size();
-  PVGPU_TRY(CheckSize(total));
-  std::lock_guard<std::mutex> lock(send_mu_);
-  PVGPU_TRY(WaitForSpaceLocked(total));
-  tx_.Write(parts, total);
-  RingIfPeerWaits();
-  return Status::Ok();
+  return SendFilled(parts, 0, [](std::span<uint8_t>, size_t) { return Status::Ok(); });
 }
 
 Status ShmEndpoint::SendFilled(std::span<const std::span<const uint8_t>> parts, size_t fill_bytes,
                                Fill fill) {
   size_t parts_total = 0;
   for (const auto& part : parts) parts_total += part.size();
-  if (fill_bytes > max_message_) return CheckSize(fill_bytes);  // no overflow in the sum
-  PVGPU_TRY(CheckSize(parts_total + fill_bytes));
+  // Checked apart first, so that the sum cannot overflow.
+  for (size_t total : {fill_bytes, parts_total + fill_bytes}) {
+    if (total > max_message_) {
+      return Error(Code::kInvalidValue, "message of " + std::to_string(total) +
+                                            " bytes exceeds the channel maximum " +
+                                            std::to_string(max_message_));
+    }
+  }
+  PVGPU_TRY(Unusable());
   std::lock_guard<std::mutex> lock(send_mu_);
-  PVGPU_TRY(WaitForSpaceLocked(parts_total + fill_bytes));
+  const size_t frame = FrameBytes(parts_total + fill_bytes);
+  for (;;) {
+    if (peer_closed()) return PeerGone();
+    if (tx_.KnownFreeBytes() >= frame) break;
+    StatusOr<size_t> free = tx_.FreeBytes();
+    if (!free.ok()) return Poison(free.status());
+    if (*free >= frame) break;
+    auto has_space = [&] {
+      StatusOr<size_t> now = tx_.FreeBytes();
+      return !now.ok() || *now >= frame;
+    };
+    PVGPU_TRY(WaitUntil(has_space, mine_->space, Deadline(-1)));
+  }
   PVGPU_TRY(tx_.WriteFilled(parts, parts_total, fill_bytes, fill));
-  RingIfPeerWaits();
+  if (Flag(peer_->data).load(std::memory_order_seq_cst) != 0) RingDoorbell(doorbell_out_.get());
   return Status::Ok();
 }
 

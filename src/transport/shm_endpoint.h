@@ -69,11 +69,6 @@ class ShmEndpoint final : public Endpoint {
   enum class SpinResult { kReady, kPeerGone, kTimedOut };
   template <typename Ready>
   SpinResult Spin(Ready ready, std::chrono::steady_clock::time_point end) const;
-  // Send's steps: the size limit and usability; waiting (send_mu_ held) until a frame of
-  // `total` bytes fits; ringing the peer's doorbell when it sleeps waiting for data.
-  Status CheckSize(size_t total) const;
-  Status WaitForSpaceLocked(size_t total);
-  void RingIfPeerWaits();
   // The error for calls on a closed, poisoned or orphaned endpoint; kOk when usable.
   Status Unusable() const;
   Status PeerGone() const;
