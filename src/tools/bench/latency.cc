@@ -41,7 +41,7 @@ Counts CountsFor(bool quick) {
   return Counts{5000, 1000, 100000, 1000, 5};
 }
 
-// The operations every mode times, in the order of a round.
+// The operations every mode times, in the order of a round (kOps is indexed by them).
 enum class Op {
   kLaunchAsync,
   kLaunchSync,
@@ -51,88 +51,43 @@ enum class Op {
   kCopyHtod,
   kCopyDtoh
 };
-constexpr Op kOps[] = {Op::kLaunchAsync, Op::kLaunchSync, Op::kLaunchCall, Op::kStreamQuery,
-                       Op::kEventQuery,  Op::kCopyHtod,   Op::kCopyDtoh};
 
-// Names on the line protocol with the child.
-const char* OpName(Op op) {
-  switch (op) {
-    case Op::kLaunchAsync:
-      return "launch_async";
-    case Op::kLaunchSync:
-      return "launch_sync";
-    case Op::kLaunchCall:
-      return "launch_call";
-    case Op::kStreamQuery:
-      return "stream_query";
-    case Op::kEventQuery:
-      return "event_query";
-    case Op::kCopyHtod:
-      return "copy_htod";
-    case Op::kCopyDtoh:
-      return "copy_dtoh";
+// What the benchmark knows of an operation: its name on the line protocol with the child, how
+// many a round does, its figure and, for those the report gives, its context switches.
+struct OpInfo {
+  Op op;
+  const char* name;
+  int Counts::*count;
+  double LatencyFigures::*figure;
+  double LatencyFigures::Switches::*switches;  // null: not reported
+};
+constexpr OpInfo kOps[] = {
+    {Op::kLaunchAsync, "launch_async", &Counts::launches, &LatencyFigures::launch_async,
+     &LatencyFigures::Switches::launch_async},
+    {Op::kLaunchSync, "launch_sync", &Counts::syncs, &LatencyFigures::launch_sync,
+     &LatencyFigures::Switches::launch_sync},
+    {Op::kLaunchCall, "launch_call", &Counts::launches, &LatencyFigures::launch_call, nullptr},
+    {Op::kStreamQuery, "stream_query", &Counts::queries, &LatencyFigures::stream_query, nullptr},
+    {Op::kEventQuery, "event_query", &Counts::queries, &LatencyFigures::event_query, nullptr},
+    {Op::kCopyHtod, "copy_htod", &Counts::copies, &LatencyFigures::copy_htod,
+     &LatencyFigures::Switches::copy_htod},
+    {Op::kCopyDtoh, "copy_dtoh", &Counts::copies, &LatencyFigures::copy_dtoh,
+     &LatencyFigures::Switches::copy_dtoh},
+};
+
+const OpInfo& InfoOf(Op op) { return kOps[static_cast<size_t>(op)]; }
+static_assert([] {
+  for (size_t i = 0; i < std::size(kOps); ++i) {
+    if (static_cast<size_t>(kOps[i].op) != i) return false;
   }
-  return "?";
-}
+  return std::size(kOps) == static_cast<size_t>(Op::kCopyDtoh) + 1;
+}());
 
 std::optional<Op> OpNamed(std::string_view name) {
-  for (Op op : kOps) {
-    if (name == OpName(op)) return op;
+  for (const OpInfo& info : kOps) {
+    if (name == info.name) return info.op;
   }
   return std::nullopt;
-}
-
-int CountOf(const Counts& counts, Op op) {
-  switch (op) {
-    case Op::kLaunchAsync:
-    case Op::kLaunchCall:
-      return counts.launches;
-    case Op::kLaunchSync:
-      return counts.syncs;
-    case Op::kStreamQuery:
-    case Op::kEventQuery:
-      return counts.queries;
-    case Op::kCopyHtod:
-    case Op::kCopyDtoh:
-      return counts.copies;
-  }
-  return 0;
-}
-
-double& FigureOf(LatencyFigures& figures, Op op) {
-  switch (op) {
-    case Op::kLaunchAsync:
-      return figures.launch_async;
-    case Op::kLaunchSync:
-      return figures.launch_sync;
-    case Op::kLaunchCall:
-      return figures.launch_call;
-    case Op::kStreamQuery:
-      return figures.stream_query;
-    case Op::kEventQuery:
-      return figures.event_query;
-    case Op::kCopyHtod:
-      return figures.copy_htod;
-    case Op::kCopyDtoh:
-      return figures.copy_dtoh;
-  }
-  return figures.launch_async;
-}
-
-// The operations whose context switches the report gives; null for the others.
-double* SwitchesOf(LatencyFigures& figures, Op op) {
-  switch (op) {
-    case Op::kLaunchAsync:
-      return &figures.switches.launch_async;
-    case Op::kLaunchSync:
-      return &figures.switches.launch_sync;
-    case Op::kCopyHtod:
-      return &figures.switches.copy_htod;
-    case Op::kCopyDtoh:
-      return &figures.switches.copy_dtoh;
-    default:
-      return nullptr;
-  }
 }
 
 // Context switches of the calling thread so far (voluntary and not).
@@ -364,7 +319,7 @@ class ChildMode final : public Mode {
 
   StatusOr<Round> Run(Op op, int count) override {
     PVGPU_ASSIGN_OR_RETURN(std::string answer,
-                           child_->Ask(std::string(OpName(op)) + " " + std::to_string(count)));
+                           child_->Ask(std::string(InfoOf(op).name) + " " + std::to_string(count)));
     std::istringstream in(answer);
     std::string word;
     Round round;
@@ -413,19 +368,20 @@ StatusOr<std::vector<LatencyFigures>> MeasureInTurns(const Counts& counts,
   const size_t n = modes.size();
   std::vector<LatencyFigures> figures(n);
   for (LatencyFigures& f : figures) {
-    for (Op op : kOps) FigureOf(f, op) = INFINITY;
+    for (const OpInfo& info : kOps) f.*info.figure = INFINITY;
   }
   for (int r = 0; r < counts.rounds; ++r) {
     progress.Step("round " + std::to_string(r + 1) + " of " + std::to_string(counts.rounds));
-    for (Op op : kOps) {
-      const int count = CountOf(counts, op);
+    for (const OpInfo& info : kOps) {
+      const int count = counts.*info.count;
       for (size_t k = 0; k < n; ++k) {
         const size_t m = (r + k) % n;
-        PVGPU_ASSIGN_OR_RETURN(Round round, modes[m]->Run(op, count));
-        double& best = FigureOf(figures[m], op);
+        PVGPU_ASSIGN_OR_RETURN(Round round, modes[m]->Run(info.op, count));
+        double& best = figures[m].*info.figure;
         best = std::min(best, round.seconds * 1e6 / count);
-        if (double* switches = SwitchesOf(figures[m], op)) {
-          *switches += static_cast<double>(round.switches) / (counts.rounds * count);
+        if (info.switches != nullptr) {
+          figures[m].switches.*info.switches +=
+              static_cast<double>(round.switches) / (counts.rounds * count);
         }
       }
     }
