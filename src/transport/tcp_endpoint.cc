@@ -1,6 +1,8 @@
 #include "transport/tcp_endpoint.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -260,6 +262,13 @@ bool StreamEndpoint::Parse(const uint8_t* data, size_t size) {
 }
 
 void StreamEndpoint::Run() {
+  // A write to a socket whose peer is gone must fail with EPIPE here, not raise SIGPIPE in the
+  // process (TLS writes with write(2), which has no MSG_NOSIGNAL; see tcp_stream.h). Blocked,
+  // a SIGPIPE this thread raises stays pending on this thread, which never unblocks it.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::vector<uint8_t> buffer(256u << 10);
   auto last_rx = Clock::now();
   auto last_tx = last_rx;

@@ -77,6 +77,7 @@ class TlsStream final : public ByteStream {
 // Runs SSL_accept or SSL_connect to completion on a non-blocking socket.
 template <typename Step>
 Status Handshake(const OpenSslApi& api, SSL* ssl, int fd, const Deadline& deadline, Step step) {
+  ScopedNoSigpipe no_sigpipe;  // the handshake writes too
   for (;;) {
     api.ERR_clear_error();
     const int rc = step(ssl);
