@@ -5,7 +5,9 @@
 // then reliably reports CUDA_ERROR_CONTEXT_IS_DESTROYED / INVALID_CONTEXT.
 #include <algorithm>
 
+#include "guest/cuda/context_storage.h"
 #include "guest/cuda/host_func.h"
+#include "guest/cuda/runtime_slots.h"
 #include "guest/cuda/state.h"
 #include "host/version.h"
 
@@ -67,6 +69,7 @@ void DropOwnedObjects(DriverState& state, CUctx_st* ctx) {
 
 // Destroys the host side of `ctx` and the guest objects it owned.
 CUresult DestroyOnHost(CUctx_st* ctx) {
+  pvgpu::guest::RunContextStorageDestructors(ctx);  // the runtime's state goes first
   // Pending host functions of the context run first (they hold it); the context's work is
   // already submitted, so they finish.
   (void)pvgpu::guest::WaitForAllHostFuncs(ctx);
@@ -137,7 +140,10 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
     if (!stack.empty()) stack.pop_back();
     return CUDA_SUCCESS;
   }
-  if (!pvgpu::guest::LiveContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  // The runtime makes a primary context current before it retains it.
+  if (!pvgpu::guest::LiveContext(ctx) && !pvgpu::guest::IsPrimaryContextRecord(ctx)) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
   if (stack.empty()) {
     stack.push_back(ctx);
   } else {
@@ -258,14 +264,13 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   std::lock_guard<std::mutex> lock(state.mutex());
   auto& primary = state.primary(dev);
   if (primary.refcount == 0) {
-    auto* ctx = new CUctx_st();
+    // One record per device for the process's life: its address is the handle the runtime
+    // got from CUDART_INTERFACE[2] before this retain.
+    CUctx_st* ctx = pvgpu::guest::PrimaryContextRecord(dev);
     ctx->device = dev;
     ctx->flags = primary.flags;
     ctx->primary = true;
-    if (CUresult r = CreateOnHost(ctx); r != CUDA_SUCCESS) {
-      delete ctx;
-      return r;
-    }
+    if (CUresult r = CreateOnHost(ctx); r != CUDA_SUCCESS) return r;
     primary.ctx = ctx;
     state.contexts.insert(ctx);
   }
