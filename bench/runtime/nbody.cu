@@ -1,15 +1,33 @@
 // All-pairs gravity, the CUDA samples' `nbody -benchmark` experiment from the WSL GPU-PV
-// articles, written with the runtime API (<<<>>>). The kernel, initial state and reporting are
-// those of `pvgpu bench nbody` (which launches the same step through the driver API), so the
-// two can be compared. Before the benchmark, a small system is checked against a CPU reference.
+// articles, written as an ordinary CUDA runtime program (<<<>>>, nvcc's static cudart). The
+// kernel, initial state and reporting are those of `pvgpu bench nbody`, which launches the same
+// step through the driver API and runs this program for its "CUDA runtime" row, so the two can
+// be compared. Before the benchmark, a small system is checked against a CPU reference.
 //
-//   nbody [-benchmark] [-numbodies=N] [-iterations=N]
+//   nbody [-benchmark] [-numbodies=N] [-iterations=N] [-dump=FILE]
+//
+// -dump=FILE writes the final positions (4 floats per body, native byte order) to FILE, and the
+// last line of the output is then `timed seconds: S` (wall clock around the timed steps and
+// their synchronize, as `pvgpu bench nbody` times its own runs).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "runtime_check.h"
+#define CHECK(call)                                                                        \
+  do {                                                                                     \
+    const cudaError_t check_error_ = (call);                                               \
+    if (check_error_ != cudaSuccess) {                                                     \
+      std::fprintf(stderr, "nbody: %s:%d: %s failed: %s (%d): %s\n", __FILE__, __LINE__,   \
+                   #call, cudaGetErrorName(check_error_), static_cast<int>(check_error_), \
+                   cudaGetErrorString(check_error_));                                      \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
 
 constexpr int kTile = 256;  // bodies staged per block; also the block size
 constexpr float kDt = 0.01f;
@@ -113,21 +131,42 @@ struct Simulation {
   }
 };
 
-int Flag(int argc, char** argv, const char* name, int fallback) {
+// The value of `-name=VALUE` among the arguments, or nullptr.
+const char* Flag(int argc, char** argv, const char* name) {
   const size_t length = std::strlen(name);
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], name, length) == 0 && argv[i][length] == '=') {
-      return std::atoi(argv[i] + length + 1);
+      return argv[i] + length + 1;
     }
   }
-  return fallback;
+  return nullptr;
+}
+
+int IntFlag(int argc, char** argv, const char* name, int fallback) {
+  const char* value = Flag(argc, argv, name);
+  return value != nullptr ? std::atoi(value) : fallback;
+}
+
+// Compares n floats with a CPU reference; prints the first mismatch and exits non-zero.
+void ExpectNear(const float* got, const float* want, size_t n, float tolerance,
+                const char* what) {
+  for (size_t i = 0; i < n; ++i) {
+    const float scale = std::fmax(1.f, std::fabs(want[i]));
+    if (!(std::fabs(got[i] - want[i]) <= tolerance * scale)) {
+      std::fprintf(stderr, "nbody: %s: element %zu is %.9g, the CPU reference says %.9g\n",
+                   what, i, got[i], want[i]);
+      std::exit(1);
+    }
+  }
 }
 
 int main(int argc, char** argv) {
-  const int n = Flag(argc, argv, "-numbodies", 4096);
-  const int steps = Flag(argc, argv, "-iterations", 5);
+  const int n = IntFlag(argc, argv, "-numbodies", 4096);
+  const int steps = IntFlag(argc, argv, "-iterations", 5);
+  const char* dump = Flag(argc, argv, "-dump");
   if (n <= 0 || steps <= 0) {
-    std::fprintf(stderr, "usage: nbody [-benchmark] [-numbodies=N] [-iterations=N]\n");
+    std::fprintf(stderr,
+                 "usage: nbody [-benchmark] [-numbodies=N] [-iterations=N] [-dump=FILE]\n");
     return 2;
   }
   {  // Correctness first, on a system small enough for the CPU: 2 steps of 300 bodies.
@@ -148,10 +187,13 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&stop));
   simulation.Step();  // warm-up, as `pvgpu bench nbody`
   CHECK(cudaDeviceSynchronize());
+  const auto wall_start = std::chrono::steady_clock::now();
   CHECK(cudaEventRecord(start));
   for (int s = 0; s < steps; ++s) simulation.Step();
   CHECK(cudaEventRecord(stop));
   CHECK(cudaEventSynchronize(stop));
+  const double wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   float ms = 0.f;
   CHECK(cudaEventElapsedTime(&ms, start, stop));
   const double interactions = double(n) * n * steps;
@@ -163,5 +205,18 @@ int main(int argc, char** argv) {
               interactions / seconds * kFlopsPerInteraction / 1e9,
               static_cast<int>(kFlopsPerInteraction));
   std::printf("ms/step %.2f\n", ms / steps);
+  if (dump != nullptr) {
+    const std::vector<float> positions = simulation.Positions();
+    std::FILE* file = std::fopen(dump, "wb");
+    if (file == nullptr ||
+        std::fwrite(positions.data(), sizeof(float), positions.size(), file) != positions.size() ||
+        std::fclose(file) != 0) {
+      std::fprintf(stderr, "nbody: cannot write %s\n", dump);
+      return 1;
+    }
+    std::printf("timed seconds: %.9f\n", wall_seconds);
+  }
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
   return 0;
 }
