@@ -1,0 +1,32 @@
+// Loading a module image into a context, shared by the module calls (api_module.cc), the
+// libraries that load theirs into each context that uses them (api_library.cc) and the linker
+// (api_link.cc).
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "common/status.h"
+#include "guest/cuda/objects.h"
+
+namespace pvgpu::guest {
+
+// Where the JIT logs of a load go: CU_JIT_*_LOG_BUFFER options.
+struct JitLogs {
+  char* error_buffer = nullptr;
+  size_t error_size = 0;
+  char* info_buffer = nullptr;
+  size_t info_size = 0;
+  void** error_size_slot = nullptr;  // the *_SIZE_BYTES option value, updated on return
+  void** info_size_slot = nullptr;
+};
+
+// Loads `image` (PTX, a fatbin or its wrapper, an ELF cubin, a link image) into `ctx`, fills
+// `logs` when given, and stores the module with its functions and globals.
+Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* logs);
+
+// A whole file, for the calls that load from a path: kFileNotFound when it cannot be read.
+Code ReadFile(const char* path, std::string* contents);
+
+}  // namespace pvgpu::guest
