@@ -9,6 +9,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include "common/log.h"
+
 namespace pvgpu::log {
 
 class CallTrace {

@@ -127,18 +127,99 @@ def trace_call(name, kinds, args, result):
     return "".join(parts)
 
 
-def null_checks(kinds, args):
-    """The conditions under which an argument check fails with the invalid-argument error."""
+def null_checks(entry, args):
+    """The conditions under which the pointer checks fail with the invalid-argument error."""
     conditions = []
-    counts = [arg for kind, arg in zip(kinds, args) if kind == "count"]
-    for kind, arg in zip(kinds, args):
+    counts = [arg for kind, arg in zip(entry.kinds, args) if kind == "count"]
+    for kind, arg in zip(entry.kinds, args):
         if kind in ("out", "in", "string"):
             conditions.append(f"{arg} == nullptr")
         elif kind == "array":
             if len(counts) != 1:
-                sys.exit(f"an array argument ({arg}) needs exactly one count argument")
+                entry.fail(f"an array argument ({arg}) needs exactly one count argument")
             conditions.append(f"({counts[0]} != 0 && {arg} == nullptr)")
     return conditions
+
+
+class Library:
+    """What differs between the libraries' shells. result: the bodies' result type; ok and
+    invalid: its success and invalid-argument values; modes: SHELL -> (lines that check it,
+    the argument it passes to the body first, or None); resolved: KIND -> (holder type,
+    resolver, what the body receives, the body's parameter type); to_c: the C result of
+    `pvgpu_result`; name: the expression naming `pvgpu_result` in the trace."""
+
+    def __init__(self, result, ok, invalid, modes, resolved, to_c, name):
+        self.result, self.ok, self.invalid = result, ok, invalid
+        self.modes, self.resolved, self.to_c, self.name = modes, resolved, to_c, name
+
+    def check(self, expression):
+        return f"    if ({self.result} r = {expression}; r != {self.ok}) return r;"
+
+
+def shell_body(lib, entry, args, body):
+    """The lines of a shell's checking lambda, in the fixed order: the SHELL's precondition,
+    the pointer checks, the handles in argument order; then the call of `body` with the
+    resolved arguments. Returns (lines, the resolved arguments' names)."""
+    lines, call_args = list(lib.modes[entry.shell][0]), []
+    if lib.modes[entry.shell][1] is not None:
+        if lib.modes[entry.shell][1] in args:
+            entry.fail(f"a parameter named {lib.modes[entry.shell][1]} would hide the shell's")
+        call_args.append(lib.modes[entry.shell][1])
+    conditions = null_checks(entry, args)
+    if conditions:
+        lines.append(f"    if ({' || '.join(conditions)}) return {lib.invalid};")
+    for kind, arg in zip(entry.kinds, args):
+        if kind in lib.resolved:
+            holder, resolver, passed, _ = lib.resolved[kind]
+            lines.append(f"    {holder} {arg}_ref{{}};")
+            lines.append(lib.check(f"{resolver}({arg}, &{arg}_ref)"))
+            call_args.append(passed.format(f"{arg}_ref"))
+        else:
+            call_args.append(arg)
+    return lines, call_args
+
+
+def shell(lib, entry, signature, symbol, params, prologue, extra_checks, body):
+    """The definition of an exported shell: `signature {`, the `prologue` lines, the checking
+    lambda (shell_body, then `extra_checks(args)` lines, then `body(call args)`), the trace,
+    the conversion of the result."""
+    args = param_names(params)
+    lines, call_args = shell_body(lib, entry, args, body)
+    out = [f"{signature} {{"] + prologue
+    out.append(f"  const {lib.result} pvgpu_result = [&]() -> {lib.result} {{")
+    out += lines + extra_checks(args)
+    out.append(f"    return {body}({', '.join(call_args)});")
+    out.append("  }();")
+    out.append("  if (::pvgpu::log::Enabled(::pvgpu::log::Level::kTrace)) {")
+    out.append("    " + trace_call(symbol, entry.kinds, args, lib.name))
+    out.append("  }")
+    out.append(f"  return {lib.to_c};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def body_params(lib, entry, params):
+    """A body's parameter list: the prototype's parameters, resolved kinds retyped, after the
+    SHELL's own argument (libcuda's current context)."""
+    out = [] if lib.modes[entry.shell][1] is None else [lib.modes[entry.shell][2]]
+    for kind, part in zip(entry.kinds, split_params(params)):
+        if kind in lib.resolved:
+            out.append(f"{lib.resolved[kind][3]} {param_name(part)}")
+        else:
+            out.append(part)
+    return ", ".join(out)
+
+
+def check_aliases(entry, decls):
+    """Checks that the entry and each alias have one prototype (parameter types, not names)."""
+    check_prototype(entry, entry.name, decls[entry.name])
+    own = [param_type(p) for p in split_params(decls[entry.name])]
+    for name in entry.names():
+        if name not in decls:
+            entry.fail(f"no prototype declares {name}")
+        if [param_type(p) for p in split_params(decls[name])] != own:
+            entry.fail(f"alias {name}({decls[name]}) does not have the prototype of "
+                       f"{entry.name}({decls[entry.name]})")
 
 
 def write(path, text):

@@ -215,67 +215,41 @@ RESOLVED = {
 PLAIN = {"out", "out?", "in", "in?", "string", "string?", "count", "array", "dptr", "flags",
          "value"}
 KINDS = set(RESOLVED) | PLAIN
-SHELLS = ("any", "init", "context", "hand")
 # Streams whose default (null) handle means the per-thread stream in a _ptds/_ptsz variant.
 STREAM_KINDS = ("stream", "stream_unordered")
+
+LIB = exports_list.Library(
+    result="Code", ok="Code::kOk", invalid="Code::kInvalidValue", modes={}, resolved=RESOLVED,
+    to_c="static_cast<CUresult>(pvgpu_result)", name="ResultName(pvgpu_result)")
+LIB.modes = {
+    "any": ([], None, None),
+    "init": ([LIB.check("CheckInit()")], None, None),
+    "context": (["    CUctx_st* ctx = nullptr;", LIB.check("CurrentLiveContext(&ctx)")], "ctx",
+                "CUctx_st* ctx"),
+    "hand": ([], None, None),
+}
+SHELLS = tuple(LIB.modes)
 
 
 def body_name(entry):
     return entry.name[2:]  # cuMemAlloc_v2 -> MemAlloc_v2, in namespace pvgpu::guest::api
 
 
-def body_params(entry, params):
-    """The body's parameter list: the cuda.h parameters, resolved kinds retyped."""
-    out = ["CUctx_st* ctx"] if entry.shell == "context" else []
-    for kind, part in zip(entry.kinds, exports_list.split_params(params)):
-        if kind in RESOLVED:
-            out.append(f"{RESOLVED[kind][3]} {exports_list.param_name(part)}")
-        else:
-            out.append(part)
-    return ", ".join(out)
-
-
 def shell(entry, symbol, params, per_thread):
     """The extern "C" definition of `symbol` (the entry's name, an alias, or a per-thread
     variant), calling the entry's body."""
     args = exports_list.param_names(params)
-    lines = [f'extern "C" CUresult CUDAAPI {symbol}({params}) {{']
+    prologue = []
     if per_thread:
-        for kind, arg in zip(entry.kinds, args):
-            if kind in STREAM_KINDS:
-                lines.append(f"  if ({arg} == nullptr) {arg} = CU_STREAM_PER_THREAD;")
-    lines.append("  const Code pvgpu_code = [&]() -> Code {")
-    body_args = []
-    if entry.shell == "init":
-        lines.append("    if (Code r = CheckInit(); r != Code::kOk) return r;")
-    elif entry.shell == "context":
-        if "ctx" in args:
-            entry.fail("a parameter named ctx would hide the current context")
-        lines.append("    CUctx_st* ctx = nullptr;")
-        lines.append("    if (Code r = CurrentLiveContext(&ctx); r != Code::kOk) return r;")
-        body_args.append("ctx")
-    conditions = exports_list.null_checks(entry.kinds, args)
-    if conditions:
-        lines.append(f"    if ({' || '.join(conditions)}) return Code::kInvalidValue;")
-    for kind, arg in zip(entry.kinds, args):
-        if kind in RESOLVED:
-            holder, resolver, passed, _ = RESOLVED[kind]
-            lines.append(f"    {holder} {arg}_ref{{}};")
-            lines.append(f"    if (Code r = {resolver}({arg}, &{arg}_ref); r != Code::kOk) return r;")
-            body_args.append(passed.format(f"{arg}_ref"))
-        else:
-            body_args.append(arg)
-    for kind, arg in zip(entry.kinds, args):
-        if kind == "stream":
-            lines.append(f"    if (Code r = OrderAfterHostFuncs({arg}_ref); r != Code::kOk) return r;")
-    lines.append(f"    return api::{body_name(entry)}({', '.join(body_args)});")
-    lines.append("  }();")
-    lines.append("  if (::pvgpu::log::Enabled(::pvgpu::log::Level::kTrace)) {")
-    lines.append("    " + exports_list.trace_call(symbol, entry.kinds, args, "ResultName(pvgpu_code)"))
-    lines.append("  }")
-    lines.append("  return static_cast<CUresult>(pvgpu_code);")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        prologue = [f"  if ({arg} == nullptr) {arg} = CU_STREAM_PER_THREAD;"
+                    for kind, arg in zip(entry.kinds, args) if kind in STREAM_KINDS]
+
+    def waits(args):  # stream-ordered work runs after the host functions it must follow
+        return [LIB.check(f"OrderAfterHostFuncs({arg}_ref)")
+                for kind, arg in zip(entry.kinds, args) if kind == "stream"]
+
+    return exports_list.shell(LIB, entry, f'extern "C" CUresult CUDAAPI {symbol}({params})',
+                              symbol, params, prologue, waits, f"api::{body_name(entry)}")
 
 
 def emit_shells(shells):
@@ -299,7 +273,8 @@ def emit_bodies(entries, decls):
            "struct CUlinkState_st;", "", "namespace pvgpu::guest::api {", ""]
     for entry in entries:
         if entry.shell != "hand":
-            out.append(f"Code {body_name(entry)}({body_params(entry, decls[entry.name][1])});")
+            params = exports_list.body_params(LIB, entry, decls[entry.name][1])
+            out.append(f"Code {body_name(entry)}({params});")
     out += ["", "}  // namespace pvgpu::guest::api", ""]
     return "\n".join(out)
 
@@ -308,19 +283,12 @@ def exported_shells(entries, decls):
     """[(symbol, definition)] for every generated export, and the names of hand-written ones."""
     shells, hand = [], set()
     listed = {name for entry in entries for name in entry.names()}
+    params = {name: p for name, (_, p) in decls.items()}
     for entry in entries:
         if entry.name not in decls:
             entry.fail("cuda.h declares no such function")
-        exports_list.check_prototype(entry, entry.name, decls[entry.name][1])
-        own_types = [exports_list.param_type(p)
-                     for p in exports_list.split_params(decls[entry.name][1])]
+        exports_list.check_aliases(entry, params)
         for name in entry.names():
-            if name not in decls:
-                entry.fail(f"cuda.h declares no {name}")
-            types = [exports_list.param_type(p) for p in exports_list.split_params(decls[name][1])]
-            if types != own_types:
-                entry.fail(f"alias {name}({decls[name][1]}) does not have the prototype of "
-                           f"{entry.name}({decls[entry.name][1]})")
             variants = [(name, False)] + [(name + suffix, True) for suffix in PT_SUFFIXES
                                           if name + suffix in decls
                                           and name + suffix not in listed]
@@ -328,7 +296,7 @@ def exported_shells(entries, decls):
                 if entry.shell == "hand":
                     hand.add(symbol)
                 else:
-                    shells.append((symbol, shell(entry, symbol, decls[symbol][1], per_thread)))
+                    shells.append((symbol, shell(entry, symbol, params[symbol], per_thread)))
     return shells, hand
 
 

@@ -1,12 +1,16 @@
 // Loads the built libnvidia-ml.so.1 with dlopen, as NVML clients (nvidia-smi-like tools, the
-// Kubernetes device plugin, pynvml) do, and checks its exports and the calls that need no host.
+// Kubernetes device plugin, pynvml) do, and checks its exports, the calls that need no host,
+// and the trace PVGPU_LOG=trace writes of every call.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,13 +35,48 @@ std::vector<std::string> ListedNames() {
   return names;
 }
 
+// The names exports.txt lists (each entry's name and its aliases).
+std::vector<std::string> DeclaredNames() {
+  std::ifstream in(PVGPU_NVML_DECLARATION_LIST);
+  const std::regex entry(R"(^\s*(nvml\w+)\s*\([^)]*\)\s+\w+\s*(?:=\s*([\w\s]+))?$)");
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    std::smatch m;
+    if (!std::regex_match(line, m, entry)) continue;
+    names.push_back(m[1]);
+    std::istringstream aliases(m[2]);
+    for (std::string alias; aliases >> alias;) names.push_back(alias);
+  }
+  return names;
+}
+
 class NvmlExportsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // No host: nothing listens here, so every host-backed call must fail cleanly.
     setenv("PVGPU_HOST", "unix:/nonexistent-pvgpu-dir/pvgpud.sock", 1);
+    // The library reads these when it is loaded: every call is traced into log_path_.
+    char path[] = "/tmp/pvgpu-nvml-exports-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    log_path_ = path;
+    setenv("PVGPU_LOG", "trace", 1);
+    setenv("PVGPU_LOG_FILE", path, 1);
     handle_ = dlopen(PVGPU_LIBNVML_PATH, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
+  }
+  static void TearDownTestSuite() { unlink(log_path_.c_str()); }
+
+  // The log's lines that contain `text`.
+  static std::vector<std::string> LogLines(const std::string& text) {
+    std::ifstream in(log_path_);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(text) != std::string::npos) lines.push_back(line);
+    }
+    return lines;
   }
 
   template <typename Fn>
@@ -48,9 +87,11 @@ class NvmlExportsTest : public ::testing::Test {
   }
 
   static void* handle_;
+  static std::string log_path_;
 };
 
 void* NvmlExportsTest::handle_ = nullptr;
+std::string NvmlExportsTest::log_path_;
 
 TEST_F(NvmlExportsTest, EveryListedFunctionIsExported) {
   const std::vector<std::string> names = ListedNames();
@@ -59,6 +100,43 @@ TEST_F(NvmlExportsTest, EveryListedFunctionIsExported) {
   EXPECT_EQ(unique.size(), names.size()) << "duplicate names in nvml_functions.txt";
   for (const std::string& name : names) {
     EXPECT_NE(dlsym(handle_, name.c_str()), nullptr) << name << " is not exported";
+  }
+}
+
+TEST_F(NvmlExportsTest, EveryDeclaredFunctionIsExportedAndNamed) {
+  const std::vector<std::string> names = DeclaredNames();
+  ASSERT_GT(names.size(), 25u);
+  const std::vector<std::string> all = ListedNames();
+  const std::set<std::string> known(all.begin(), all.end());
+  for (const std::string& name : names) {
+    EXPECT_NE(dlsym(handle_, name.c_str()), nullptr) << name << " is not exported";
+    EXPECT_TRUE(known.count(name)) << name << " is not in nvml_functions.txt";
+  }
+}
+
+// PVGPU_LOG=trace: each call under its own name (aliases included), with its result's name.
+TEST_F(NvmlExportsTest, TracesEveryCallWithItsResult) {
+  unsigned count = 0;
+  EXPECT_EQ(Get<int (*)(unsigned*)>("nvmlDeviceGetCount")(&count), kUninitialized);
+  EXPECT_EQ(Get<int (*)(unsigned*)>("nvmlDeviceGetCount_v2")(nullptr), kUninitialized);
+  char text[80];
+  EXPECT_EQ(Get<int (*)(char*, unsigned)>("nvmlSystemGetNVMLVersion")(text, sizeof(text)),
+            kSuccess);
+  EXPECT_STREQ(Get<const char* (*)(int)>("nvmlErrorString")(kNotSupported), "Not Supported");
+  std::ostringstream count_arg;
+  count_arg << static_cast<void*>(&count);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"nvmlDeviceGetCount(",
+       "nvmlDeviceGetCount(" + count_arg.str() + ") -> NVML_ERROR_UNINITIALIZED"},
+      {"nvmlDeviceGetCount_v2(", "nvmlDeviceGetCount_v2(0) -> NVML_ERROR_UNINITIALIZED"},
+      {"nvmlSystemGetNVMLVersion(", ", 80) -> NVML_SUCCESS"},
+      {"nvmlErrorString(", "nvmlErrorString(3) -> \"Not Supported\""},
+  };
+  for (const auto& [call, line] : expected) {
+    const std::vector<std::string> lines = LogLines(call);
+    ASSERT_FALSE(lines.empty()) << "no trace of " << call;
+    EXPECT_NE(lines.back().find(line), std::string::npos) << lines.back() << " lacks " << line;
+    EXPECT_NE(lines.back().find(" T] "), std::string::npos) << lines.back();
   }
 }
 
@@ -126,6 +204,9 @@ TEST_F(NvmlExportsTest, UnimplementedCallsAreNotSupported) {
                            "nvmlDeviceGetClockInfo"}) {
     EXPECT_EQ(Get<int (*)()>(name)(), kNotSupported) << name;
     EXPECT_EQ(Get<int (*)()>(name)(), kNotSupported) << name << " (second call)";
+    // Warned about once, traced every time.
+    EXPECT_EQ(LogLines(std::string(name) + " is not supported").size(), 1u) << name;
+    EXPECT_EQ(LogLines(std::string(name) + "(...) -> NVML_ERROR_NOT_SUPPORTED").size(), 2u) << name;
   }
 }
 
