@@ -102,6 +102,11 @@ class Client {
     size_t fixed_size = 0;
     std::vector<uint8_t>* payload = nullptr;
   };
+  // Sends `request` (asynchronous or not); when `wait`, waits for its reply, whose fixed part
+  // lands in *reply (when given) and payload in *payload, and returns the host's result.
+  template <typename Request>
+  Code Send(const Request& request, std::span<const uint8_t> request_payload, bool async, bool wait,
+            typename Request::Reply* reply, std::vector<uint8_t>* payload, uint64_t* seq);
   // Sends a request; waits for its reply when `reply` is not null.
   Code Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
                 std::span<const uint8_t> request_payload, const ReplySink* reply, uint64_t* seq)
@@ -159,41 +164,37 @@ Code Client::CallPipelined(std::span<const Request> requests, OnReply&& on_reply
 }
 
 template <typename Request>
+Code Client::Send(const Request& request, std::span<const uint8_t> request_payload, bool async,
+                  bool wait, typename Request::Reply* reply, std::vector<uint8_t>* payload,
+                  uint64_t* seq) {
+  typename Request::Reply fixed;
+  const ReplySink sink{&fixed, sizeof(fixed), payload};
+  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), async,
+                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
+                             request_payload, wait ? &sink : nullptr, seq);
+  if (sent != Code::kOk || !wait) return sent;
+  if (reply != nullptr) *reply = fixed;
+  return static_cast<Code>(fixed.result);
+}
+
+template <typename Request>
 Code Client::PostAndWait(const Request& request, std::span<const uint8_t> request_payload) {
   static_assert(Request::kAsync);
-  typename Request::Reply fixed;
-  const ReplySink sink{&fixed, sizeof(fixed), nullptr};
-  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), true,
-                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, &sink, nullptr);
-  if (sent != Code::kOk) return sent;
-  return static_cast<Code>(fixed.result);
+  return Send(request, request_payload, true, true, nullptr, nullptr, nullptr);
 }
 
 template <typename Request>
 Code Client::Call(const Request& request, std::span<const uint8_t> request_payload,
                   typename Request::Reply* reply, std::vector<uint8_t>* payload) {
   static_assert(!Request::kHostToGuest);
-  typename Request::Reply fixed;
-  const ReplySink sink{&fixed, sizeof(fixed), payload};
-  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), false,
-                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, &sink, nullptr);
-  if (sent != Code::kOk) return sent;
-  if (reply != nullptr) *reply = fixed;
-  return static_cast<Code>(fixed.result);
+  return Send(request, request_payload, false, true, reply, payload, nullptr);
 }
 
 template <typename Request>
 Code Client::Post(const Request& request, std::span<const uint8_t> request_payload, uint64_t* seq) {
   static_assert(Request::kAsync);
-  typename Request::Reply fixed;
-  const ReplySink sink{&fixed, sizeof(fixed), nullptr};
-  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), true,
-                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, pipelined_ ? nullptr : &sink, seq);
-  if (sent != Code::kOk || pipelined_) return sent;
-  return static_cast<Code>(fixed.result);
+  // Pipelined, the request is only appended; otherwise it waits for the host's result.
+  return Send(request, request_payload, true, !pipelined_, nullptr, nullptr, seq);
 }
 
 }  // namespace pvgpu::guest

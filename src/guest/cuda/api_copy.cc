@@ -1,6 +1,7 @@
 // Driver API: 1D copies (cuMemcpy*, synchronous on the legacy default stream or asynchronous on
 // a stream) and the copy paths they and the 2D and 3D copies share (copy.h).
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "guest/cuda/copy.h"
@@ -25,15 +26,27 @@ Code CopyPinned(const StreamRef& target, bool wait, Request request) {
   return Code::kOk;
 }
 
-// The pinned region holding [p, p + bytes) and its handle on `owner`'s host, if the copy can
-// use it directly.
-bool PinnedOnHost(const void* p, size_t bytes, CUctx_st* owner, uint64_t* handle, size_t* offset) {
+// Copies straight between device memory and the pinned region holding [host, host + bytes),
+// when one is shared with the target's host: `request` (a Memcpy*RegionRequest with its device
+// address set) gets the region, offset and size. Nothing, when the copy must be staged.
+template <typename Request>
+std::optional<Code> TryPinned(const void* host, size_t bytes, const StreamRef& target, bool async,
+                              Request request) {
   // Small copies ride inline in the ring without waiting: cheaper than a zero-copy transfer
   // whose synchronous form must wait for the host.
   constexpr size_t kInlineBytes = 64 * 1024;
-  if (bytes <= kInlineBytes) return false;
-  Ref<PinnedRegion> region = FindPinned(p, bytes, offset);
-  return region != nullptr && RegionOnHost(region.get(), owner->client, handle) == Code::kOk;
+  if (bytes <= kInlineBytes) return std::nullopt;
+  size_t offset = 0;
+  uint64_t handle = 0;
+  Ref<PinnedRegion> region = FindPinned(host, bytes, &offset);
+  if (region == nullptr || RegionOnHost(region.get(), target.ctx->client, &handle) != Code::kOk) {
+    return std::nullopt;
+  }
+  request.region = handle;
+  request.offset = offset;
+  request.size = bytes;
+  // A synchronous copy must be done before the caller may touch its memory again.
+  return CopyPinned(target, !async, request);
 }
 
 // Pageable copies travel in chunks of at most this many bytes (and of the channel's largest
@@ -44,16 +57,45 @@ bool PinnedOnHost(const void* p, size_t bytes, CUctx_st* owner, uint64_t* handle
 // (DtoH), 16 MiB 7.8-9.7 instead of 5.5-6.2 (HtoD), 256 MiB unchanged.
 constexpr size_t kPageableChunkBytes = size_t{1} << 20;
 
-// The stream a copy between host memory and [dptr, dptr + bytes) runs on. Succeeds with
-// nothing resolved when bytes is 0.
-Code ResolveCopy(CUdeviceptr dptr, size_t bytes, const void* host, const StreamRef& stream,
-                 StreamRef* target) {
+struct Chunk {
+  size_t offset;
+  size_t size;
+};
+
+// The pieces a pageable copy of `bytes` travels in.
+std::vector<Chunk> Chunks(size_t bytes, const Client& client) {
+  std::vector<Chunk> chunks;
+  for (size_t done = 0; done < bytes;) {
+    const size_t size = std::min({bytes - done, client.max_payload(), kPageableChunkBytes});
+    chunks.push_back({done, size});
+    done += size;
+  }
+  return chunks;
+}
+
+// A request for work on `target`, its context and stream filled in.
+template <typename Request>
+Request OnStream(const StreamRef& target) {
+  Request request;
+  request.ctx = target.ctx->handle;
+  request.stream = target.wire();
+  return request;
+}
+
+// Starts a copy between host memory and [dptr, dptr + bytes): resolves the stream it runs on
+// into *target and, when the host memory is pinned and shared with that host, copies straight
+// through the region (`pinned`: the copy's region request, its device address set). A result
+// when the copy ended here (done, failed, or 0 bytes); nothing when it must be staged.
+template <typename PinnedRequest>
+std::optional<Code> StartCopy(CUdeviceptr dptr, const void* host, size_t bytes,
+                              const StreamRef& stream, bool async, PinnedRequest pinned,
+                              StreamRef* target) {
   if (bytes == 0) return Code::kOk;
   if (host == nullptr) return Code::kInvalidValue;
   CUctx_st* owner = nullptr;
   if (Code code = OwnerOf(dptr, bytes, &owner); code != Code::kOk) return code;
   *target = StreamFor(owner, stream);
-  return Code::kOk;
+  return TryPinned(host, bytes, *target, async, pinned);
 }
 
 }  // namespace
@@ -72,33 +114,19 @@ Code OwnerOf(CUdeviceptr dptr, size_t size, CUctx_st** owner) {
 
 Code CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, const StreamRef& stream, bool async) {
   StreamRef target;
-  if (Code code = ResolveCopy(dst, bytes, src, stream, &target); code != Code::kOk || bytes == 0) {
-    return code;
-  }
-  uint64_t region = 0;
-  size_t offset = 0;
-  if (PinnedOnHost(src, bytes, target.ctx, &region, &offset)) {
-    protocol::MemcpyHtoDRegionRequest request;
-    request.dst = dst;
-    request.region = region;
-    request.offset = offset;
-    request.size = bytes;
-    // A synchronous copy from pinned memory must be done before the caller may reuse it.
-    return CopyPinned(target, !async, request);
-  }
+  protocol::MemcpyHtoDRegionRequest pinned;
+  pinned.dst = dst;
+  if (auto done = StartCopy(dst, src, bytes, stream, async, pinned, &target)) return *done;
   Client& client = *target.ctx->client;
   const auto* data = static_cast<const uint8_t*>(src);
   uint64_t seq = 0;
-  for (size_t done = 0; done < bytes;) {
-    const size_t chunk = std::min({bytes - done, client.max_payload(), kPageableChunkBytes});
-    protocol::MemcpyHtoDRequest request;
-    request.ctx = target.ctx->handle;
-    request.stream = target.wire();
-    request.dst = dst + done;
-    if (Code code = client.Post(request, {data + done, chunk}, &seq); code != Code::kOk) {
+  for (const Chunk& chunk : Chunks(bytes, client)) {
+    auto request = OnStream<protocol::MemcpyHtoDRequest>(target);
+    request.dst = dst + chunk.offset;
+    if (Code code = client.Post(request, {data + chunk.offset, chunk.size}, &seq);
+        code != Code::kOk) {
       return code;
     }
-    done += chunk;
   }
   NoteSubmitted(target, seq);
   return Code::kOk;
@@ -106,40 +134,25 @@ Code CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, const StreamRef& s
 
 Code CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, const StreamRef& stream, bool async) {
   StreamRef target;
-  if (Code code = ResolveCopy(src, bytes, dst, stream, &target); code != Code::kOk || bytes == 0) {
-    return code;
-  }
-  uint64_t region = 0;
-  size_t offset = 0;
-  if (PinnedOnHost(dst, bytes, target.ctx, &region, &offset)) {
-    protocol::MemcpyDtoHRegionRequest request;
-    request.src = src;
-    request.region = region;
-    request.offset = offset;
-    request.size = bytes;
-    return CopyPinned(target, !async, request);
-  }
+  protocol::MemcpyDtoHRegionRequest pinned;
+  pinned.src = src;
+  if (auto done = StartCopy(src, dst, bytes, stream, async, pinned, &target)) return *done;
   Client& client = *target.ctx->client;
   auto* out = static_cast<uint8_t*>(dst);
   // All chunks are requested at once; the host streams them back without a round trip each.
+  const std::vector<Chunk> chunks = Chunks(bytes, client);
   std::vector<protocol::MemcpyDtoHRequest> requests;
-  std::vector<size_t> offsets;
-  for (size_t done = 0; done < bytes;) {
-    const size_t chunk = std::min({bytes - done, client.max_payload(), kPageableChunkBytes});
-    protocol::MemcpyDtoHRequest request;
-    request.ctx = target.ctx->handle;
-    request.stream = target.wire();
-    request.src = src + done;
-    request.size = chunk;
+  for (const Chunk& chunk : chunks) {
+    auto request = OnStream<protocol::MemcpyDtoHRequest>(target);
+    request.src = src + chunk.offset;
+    request.size = chunk.size;
     requests.push_back(request);
-    offsets.push_back(done);
-    done += chunk;
   }
   return client.CallPipelined(std::span<const protocol::MemcpyDtoHRequest>(requests),
                               [&](size_t index, const transport::MessageView& payload) {
                                 if (payload.size() != requests[index].size) return Code::kUnknown;
-                                payload.CopyPrefix(out + offsets[index],
-                                                   payload.size());  // straight from the ring
+                                // Straight from the ring into the caller's buffer.
+                                payload.CopyPrefix(out + chunks[index].offset, payload.size());
                                 return Code::kOk;
                               });
 }
@@ -159,9 +172,7 @@ Code CopyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes, const StreamRef& s
     return CopyHtoD(dst, staging.data(), bytes, stream, false);
   }
   const StreamRef target = StreamFor(dst_owner, stream);
-  protocol::MemcpyDtoDRequest request;
-  request.ctx = target.ctx->handle;
-  request.stream = target.wire();
+  auto request = OnStream<protocol::MemcpyDtoDRequest>(target);
   request.dst = dst;
   request.src = src;
   request.size = bytes;

@@ -26,13 +26,7 @@ Code EventCreate(CUctx_st* ctx, CUevent* phEvent, unsigned int Flags) {
 }
 
 Code EventDestroy_v2(CUevent_st* hEvent) {
-  // Of two threads destroying it at once, one takes it from the store.
-  Ref<CUevent_st> event = objects().events.Take(hEvent);
-  if (event == nullptr) return Code::kInvalidHandle;
-  protocol::EventDestroyRequest request;
-  request.ctx = event->ctx->handle;
-  request.event = event->handle;
-  return event->ctx->client->Post(request);
+  return DestroyPosted(objects().events, hEvent, &protocol::EventDestroyRequest::event);
 }
 
 Code EventRecord(CUevent_st* hEvent, const StreamRef& hStream) {

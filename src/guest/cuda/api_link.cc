@@ -29,13 +29,7 @@ struct CUlinkState_st {
   std::vector<Input> inputs;
   std::vector<uint8_t> image;  // cuLinkComplete's output, owned until cuLinkDestroy
   // Log buffers and the option slots the driver writes back into (sizes used, wall time).
-  char* error_buffer = nullptr;
-  size_t error_size = 0;
-  char* info_buffer = nullptr;
-  size_t info_size = 0;
-  void** error_size_slot = nullptr;
-  void** info_size_slot = nullptr;
-  void** wall_time_slot = nullptr;
+  pvgpu::guest::JitLogs logs;
 };
 
 namespace pvgpu::guest {
@@ -88,32 +82,7 @@ Code LinkCreate_v2(CUctx_st* ctx, unsigned int numOptions, CUjit_option* options
                    void** optionValues, CUlinkState* stateOut) {
   auto state = std::make_shared<CUlinkState_st>();
   state->ctx = ctx;
-  for (unsigned int i = 0; i < numOptions; ++i) {
-    switch (options[i]) {
-      case CU_JIT_ERROR_LOG_BUFFER:
-        state->error_buffer = static_cast<char*>(optionValues[i]);
-        break;
-      case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
-        state->error_size = reinterpret_cast<uintptr_t>(optionValues[i]);
-        state->error_size_slot = &optionValues[i];
-        break;
-      case CU_JIT_INFO_LOG_BUFFER:
-        state->info_buffer = static_cast<char*>(optionValues[i]);
-        break;
-      case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
-        state->info_size = reinterpret_cast<uintptr_t>(optionValues[i]);
-        state->info_size_slot = &optionValues[i];
-        break;
-      case CU_JIT_WALL_TIME:
-        state->wall_time_slot = &optionValues[i];
-        break;
-      default:
-        // Targets, optimization levels, register limits, caching: they shape machine code,
-        // which the device's own linker decides.
-        PVGPU_DEBUG("cuLinkCreate: ignoring JIT option " << static_cast<int>(options[i]));
-        break;
-    }
-  }
+  state->logs = JitLogs::FromOptions(numOptions, options, optionValues, "cuLinkCreate");
   // The optionValues array must stay valid until cuLinkDestroy (as the driver API requires):
   // logs and the sizes used are written into it by cuLinkComplete.
   *stateOut = objects().links.Add(std::move(state));
@@ -138,7 +107,8 @@ Code LinkAddFile_v2(CUlinkState_st* state, CUjitInputType type, const char* path
 
 Code LinkComplete(CUlinkState_st* state, void** cubinOut, size_t* sizeOut) {
   if (state->inputs.empty()) {
-    WriteJitLog("no input to link", state->error_buffer, state->error_size, state->error_size_slot);
+    const JitLogs& logs = state->logs;
+    WriteJitLog("no input to link", logs.error_buffer, logs.error_size, logs.error_size_slot);
     return Code::kInvalidValue;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -151,13 +121,12 @@ Code LinkComplete(CUlinkState_st* state, void** cubinOut, size_t* sizeOut) {
   std::string error_log, info_log;
   const Code linked = LinkOnHost(state, image, &error_log, &info_log);
   if (linked == Code::kInvalidContext) return linked;
-  WriteJitLog(error_log, state->error_buffer, state->error_size, state->error_size_slot);
-  WriteJitLog(info_log, state->info_buffer, state->info_size, state->info_size_slot);
-  if (state->wall_time_slot != nullptr) {
+  state->logs.Write(error_log, info_log);
+  if (state->logs.wall_time_slot != nullptr) {
     const float ms =
         std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
-    *state->wall_time_slot = nullptr;
-    std::memcpy(state->wall_time_slot, &ms, sizeof(ms));
+    *state->logs.wall_time_slot = nullptr;
+    std::memcpy(state->logs.wall_time_slot, &ms, sizeof(ms));
   }
   if (linked != Code::kOk) {
     PVGPU_INFO("cuLinkComplete: link failed: " << error_log);

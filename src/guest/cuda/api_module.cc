@@ -102,12 +102,7 @@ Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* log
   if (code == Code::kDeviceUnavailable || !mod->description.Decode(payload)) {
     return code == Code::kOk ? Code::kUnknown : code;
   }
-  if (logs != nullptr) {
-    WriteJitLog(mod->description.error_log, logs->error_buffer, logs->error_size,
-                logs->error_size_slot);
-    WriteJitLog(mod->description.info_log, logs->info_buffer, logs->info_size,
-                logs->info_size_slot);
-  }
+  if (logs != nullptr) logs->Write(mod->description.error_log, mod->description.info_log);
   if (code != Code::kOk) {
     if (code == Code::kNoBinaryForGpu) {
       // Machine code for one NVIDIA GPU on a device that runs PTX: say why, and what to do.
@@ -143,6 +138,42 @@ Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* log
   return Code::kOk;
 }
 
+JitLogs JitLogs::FromOptions(unsigned int count, CUjit_option* options, void** values,
+                             const char* call) {
+  JitLogs logs;
+  for (unsigned int i = 0; i < count; ++i) {
+    switch (options[i]) {
+      case CU_JIT_ERROR_LOG_BUFFER:
+        logs.error_buffer = static_cast<char*>(values[i]);
+        break;
+      case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+        // The value is passed in the pointer itself; the driver writes back the used size.
+        logs.error_size = reinterpret_cast<uintptr_t>(values[i]);
+        logs.error_size_slot = &values[i];
+        break;
+      case CU_JIT_INFO_LOG_BUFFER:
+        logs.info_buffer = static_cast<char*>(values[i]);
+        break;
+      case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+        logs.info_size = reinterpret_cast<uintptr_t>(values[i]);
+        logs.info_size_slot = &values[i];
+        break;
+      case CU_JIT_WALL_TIME:
+        logs.wall_time_slot = &values[i];
+        break;
+      default:
+        PVGPU_DEBUG(call << ": ignoring JIT option " << static_cast<int>(options[i]));
+        break;
+    }
+  }
+  return logs;
+}
+
+void JitLogs::Write(const std::string& error_log, const std::string& info_log) const {
+  WriteJitLog(error_log, error_buffer, error_size, error_size_slot);
+  WriteJitLog(info_log, info_buffer, info_size, info_size_slot);
+}
+
 Code ImageBytes(const void* image, std::string_view* bytes) {
   protocol::ImageKind kind;
   return ClassifyImage(image, &kind, bytes);
@@ -163,32 +194,7 @@ Code ModuleLoadData(CUctx_st* ctx, CUmodule* module, const void* image) {
 
 Code ModuleLoadDataEx(CUctx_st* ctx, CUmodule* module, const void* image, unsigned int numOptions,
                       CUjit_option* options, void** optionValues) {
-  JitLogs logs;
-  for (unsigned int i = 0; i < numOptions; ++i) {
-    void* value = optionValues[i];
-    switch (options[i]) {
-      case CU_JIT_ERROR_LOG_BUFFER:
-        logs.error_buffer = static_cast<char*>(value);
-        break;
-      case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
-        // The value is passed in the pointer itself; the driver writes back the used size.
-        logs.error_size = reinterpret_cast<uintptr_t>(value);
-        logs.error_size_slot = &optionValues[i];
-        break;
-      case CU_JIT_INFO_LOG_BUFFER:
-        logs.info_buffer = static_cast<char*>(value);
-        break;
-      case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
-        logs.info_size = reinterpret_cast<uintptr_t>(value);
-        logs.info_size_slot = &optionValues[i];
-        break;
-      default:
-        // Optimization level, targets, caching and the like do not change what the cpu
-        // adapter runs; they are accepted and ignored.
-        PVGPU_DEBUG("cuModuleLoadDataEx: ignoring JIT option " << static_cast<int>(options[i]));
-        break;
-    }
-  }
+  JitLogs logs = JitLogs::FromOptions(numOptions, options, optionValues, "cuModuleLoadDataEx");
   return LoadModule(ctx, module, image, &logs);
 }
 

@@ -32,65 +32,53 @@ PointerInfo Classify(CUdeviceptr ptr) {
 
 bool IsDevice(const PointerInfo& info) { return info.known && info.type == CU_MEMORYTYPE_DEVICE; }
 
+// Writes `value` as a T into `data` when the attribute applies to the pointer (`applies`).
+template <typename T>
+Code Put(void* data, bool applies, T value) {
+  if (!applies) return Code::kInvalidValue;
+  *static_cast<T*>(data) = value;
+  return Code::kOk;
+}
+
 Code GetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
                   const PointerInfo& info) {
+  const bool known = info.known;
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-      *static_cast<CUcontext*>(data) = info.ctx;
-      return info.known ? Code::kOk : Code::kInvalidValue;
+      *static_cast<CUcontext*>(data) = info.ctx;  // null for memory of no context
+      return known ? Code::kOk : Code::kInvalidValue;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      if (!info.known) return Code::kInvalidValue;
-      *static_cast<unsigned int*>(data) = info.type;
-      return Code::kOk;
+      return Put<unsigned int>(data, known, info.type);
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-      if (!info.known || info.type != CU_MEMORYTYPE_DEVICE) return Code::kInvalidValue;
-      *static_cast<CUdeviceptr*>(data) = ptr;
-      return Code::kOk;
+      return Put<CUdeviceptr>(data, known && info.type == CU_MEMORYTYPE_DEVICE, ptr);
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-      if (!info.known || info.type != CU_MEMORYTYPE_HOST) return Code::kInvalidValue;
-      *static_cast<void**>(data) = reinterpret_cast<void*>(ptr);
-      return Code::kOk;
+      return Put<void*>(data, known && info.type == CU_MEMORYTYPE_HOST,
+                        reinterpret_cast<void*>(ptr));
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-      if (!info.known) return Code::kInvalidValue;
-      *static_cast<int*>(data) = 0;
-      return Code::kOk;
+      return Put<int>(data, known, 0);
     case CU_POINTER_ATTRIBUTE_MAPPED:
-      *static_cast<int*>(data) = info.known ? 1 : 0;
-      return Code::kOk;
+      return Put<int>(data, true, known ? 1 : 0);
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-      if (!info.known || info.ctx == nullptr) return Code::kInvalidValue;
-      *static_cast<int*>(data) = info.ctx->device;
-      return Code::kOk;
+      return Put<int>(data, known && info.ctx != nullptr,
+                      info.ctx != nullptr ? info.ctx->device : 0);
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
-      if (!info.known) return Code::kInvalidValue;
-      *static_cast<unsigned long long*>(data) = info.base;  // unique while the buffer lives
-      return Code::kOk;
+      return Put<unsigned long long>(data, known, info.base);  // unique while the buffer lives
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
-      if (!info.known) return Code::kInvalidValue;
-      *static_cast<CUdeviceptr*>(data) = info.base;
-      return Code::kOk;
+      return Put<CUdeviceptr>(data, known, info.base);
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
-      if (!info.known) return Code::kInvalidValue;
-      *static_cast<size_t*>(data) = info.size;
-      return Code::kOk;
+      return Put<size_t>(data, known, info.size);
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-      if (!info.known) return Code::kInvalidValue;
-      *static_cast<unsigned int*>(data) = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
-      return Code::kOk;
+      return Put<unsigned int>(data, known, CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE);
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
-      if (!info.known) return Code::kInvalidValue;
-      *static_cast<unsigned long long*>(data) = 0;
-      return Code::kOk;
+      return Put<unsigned long long>(data, known, 0);
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-      if (!info.known) return Code::kInvalidValue;
-      *static_cast<void**>(data) = nullptr;
-      return Code::kOk;
+      return Put<void*>(data, known, nullptr);
     default:
       return Code::kInvalidValue;
   }

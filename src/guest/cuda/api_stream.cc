@@ -78,13 +78,7 @@ Code StreamCreate(CUctx_st* ctx, CUstream* phStream, unsigned int Flags) {
 }
 
 Code StreamDestroy_v2(CUstream_st* hStream) {
-  // Of two threads destroying it at once, one takes it from the store.
-  Ref<CUstream_st> stream = objects().streams.Take(hStream);
-  if (stream == nullptr) return Code::kInvalidHandle;
-  protocol::StreamDestroyRequest request;
-  request.ctx = stream->ctx->handle;
-  request.stream = stream->handle;
-  return stream->ctx->client->Post(request);
+  return DestroyPosted(objects().streams, hStream, &protocol::StreamDestroyRequest::stream);
 }
 
 Code StreamQuery(const StreamRef& hStream) {

@@ -11,8 +11,6 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -23,7 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "guest/export_test_support.h"
+
 namespace {
+
+namespace exports_test = pvgpu::guest::exports_test;
 
 using GetProcAddressV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
                                       CUdriverProcAddressQueryResult*);
@@ -36,14 +38,8 @@ constexpr cuuint64_t kPerThread = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 class LibcudaTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // The library reads these when it is loaded: every call is traced into log_path_.
-    char path[] = "/tmp/pvgpu-cuda-exports-XXXXXX";
-    const int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    log_path_ = path;
-    setenv("PVGPU_LOG", "trace", 1);
-    setenv("PVGPU_LOG_FILE", log_path_.c_str(), 1);
+    log_path_ = exports_test::TraceIntoTemporaryFile();  // read when the library is loaded
+    ASSERT_FALSE(log_path_.empty());
     setenv("PVGPU_HOST", "unix:/nonexistent-pvgpu-dir/pvgpud.sock", 1);  // no host: no cuInit
     handle_ = dlopen(PVGPU_LIBCUDA_PATH, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
@@ -59,34 +55,12 @@ class LibcudaTest : public testing::Test {
     text << in.rdbuf();
     return text.str();
   }
-  // The log's lines ("[libcuda PID TIME LEVEL] message") that contain `text`.
   static std::vector<std::string> LogLines(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream log(ReadFile(log_path_));
-    for (std::string line; std::getline(log, line);) {
-      if (line.find(text) != std::string::npos) lines.push_back(line);
-    }
-    return lines;
+    return exports_test::LinesContaining(log_path_, text);
   }
   static inline void* handle_ = nullptr;
   static inline std::string log_path_;
 };
-
-// The ABI names exports.txt lists (each entry's name and its aliases).
-std::vector<std::string> DeclaredNames() {
-  std::ifstream in(PVGPU_CUDA_DECLARATION_LIST);
-  const std::regex entry(R"(^\s*(cu\w+)\s*\([^)]*\)\s+\w+\s*(?:=\s*([\w\s]+))?$)");
-  std::vector<std::string> names;
-  for (std::string line; std::getline(in, line);) {
-    line = line.substr(0, line.find('#'));
-    std::smatch m;
-    if (!std::regex_match(line, m, entry)) continue;
-    names.push_back(m[1]);
-    std::istringstream aliases(m[2]);
-    for (std::string alias; aliases >> alias;) names.push_back(alias);
-  }
-  return names;
-}
 
 TEST_F(LibcudaTest, ExportsEveryDeclaredFunction) {
   std::ifstream list(PVGPU_CUDA_EXPORTS_LIST);
@@ -102,7 +76,7 @@ TEST_F(LibcudaTest, ExportsEveryDeclaredFunction) {
 // Every listed function is exported, and is what cuGetProcAddress gives for one of the
 // (name, version) pairs of cudaTypedefs.h and cudaProfilerTypedefs.h.
 TEST_F(LibcudaTest, EveryListedFunctionIsExportedAndFoundByGetProcAddress) {
-  const std::vector<std::string> names = DeclaredNames();
+  const std::vector<std::string> names = exports_test::DeclaredNames(PVGPU_CUDA_DECLARATION_LIST);
   ASSERT_GT(names.size(), 130u);
   std::set<void*> reachable;
   const std::string text = ReadFile(PVGPU_CUDA_INCLUDE_DIR "/cudaTypedefs.h") +
@@ -164,12 +138,7 @@ TEST_F(LibcudaTest, TracesEveryCallWithItsResult) {
       {"cuGetErrorString(", "-> CUDA_ERROR_INVALID_VALUE"},
       {"cuGetProcAddress_v2(\"cuMemAlloc\"", ", 12000, 0x0, 0) -> CUDA_SUCCESS"},
   };
-  for (const auto& [call, text] : expected) {
-    const std::vector<std::string> lines = LogLines(call);
-    ASSERT_FALSE(lines.empty()) << "no trace of " << call;
-    EXPECT_NE(lines.back().find(text), std::string::npos) << lines.back() << " lacks " << text;
-    EXPECT_NE(lines.back().find(" T] "), std::string::npos) << lines.back();  // trace level
-  }
+  exports_test::ExpectTraced(log_path_, expected);
 }
 
 // An unimplemented function warns once; every call is traced.

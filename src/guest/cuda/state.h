@@ -157,6 +157,19 @@ Ref<PinnedRegion> FindPinned(const void* p, size_t size, size_t* offset);
 // region cannot be shared with that host (registered memory, remote hosts): copy it instead.
 Code RegionOnHost(PinnedRegion* region, Client* client, uint64_t* handle);
 
+// Takes the record behind `handle` from `store` and posts the host's destroy request for it
+// (which names the record by `field`): for records destroyed without waiting, streams and
+// events. Of two threads destroying one handle at once, one takes it.
+template <typename Request, typename T>
+Code DestroyPosted(HandleStore<T>& store, T* handle, uint64_t Request::*field) {
+  Ref<T> object = store.Take(handle);
+  if (object == nullptr) return Code::kInvalidHandle;
+  Request request;
+  request.ctx = object->ctx->handle;
+  request.*field = object->handle;
+  return object->ctx->client->Post(request);
+}
+
 template <typename Ask>
 Code SynchronizeContext(CUctx_st* ctx, uint64_t seq, Ask ask) {
   Client& client = *ctx->client;

@@ -4,17 +4,19 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "guest/export_test_support.h"
+
 namespace {
+
+namespace exports_test = pvgpu::guest::exports_test;
 
 // Values of nvmlReturn_t (NVIDIA's NVML API reference), spelled out here because this test
 // must see the library only through dlsym.
@@ -35,48 +37,20 @@ std::vector<std::string> ListedNames() {
   return names;
 }
 
-// The names exports.txt lists (each entry's name and its aliases).
-std::vector<std::string> DeclaredNames() {
-  std::ifstream in(PVGPU_NVML_DECLARATION_LIST);
-  const std::regex entry(R"(^\s*(nvml\w+)\s*\([^)]*\)\s+\w+\s*(?:=\s*([\w\s]+))?$)");
-  std::vector<std::string> names;
-  for (std::string line; std::getline(in, line);) {
-    line = line.substr(0, line.find('#'));
-    std::smatch m;
-    if (!std::regex_match(line, m, entry)) continue;
-    names.push_back(m[1]);
-    std::istringstream aliases(m[2]);
-    for (std::string alias; aliases >> alias;) names.push_back(alias);
-  }
-  return names;
-}
-
 class NvmlExportsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // No host: nothing listens here, so every host-backed call must fail cleanly.
     setenv("PVGPU_HOST", "unix:/nonexistent-pvgpu-dir/pvgpud.sock", 1);
-    // The library reads these when it is loaded: every call is traced into log_path_.
-    char path[] = "/tmp/pvgpu-nvml-exports-XXXXXX";
-    const int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    log_path_ = path;
-    setenv("PVGPU_LOG", "trace", 1);
-    setenv("PVGPU_LOG_FILE", path, 1);
+    log_path_ = exports_test::TraceIntoTemporaryFile();  // read when the library is loaded
+    ASSERT_FALSE(log_path_.empty());
     handle_ = dlopen(PVGPU_LIBNVML_PATH, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
   }
   static void TearDownTestSuite() { unlink(log_path_.c_str()); }
 
-  // The log's lines that contain `text`.
   static std::vector<std::string> LogLines(const std::string& text) {
-    std::ifstream in(log_path_);
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) {
-      if (line.find(text) != std::string::npos) lines.push_back(line);
-    }
-    return lines;
+    return exports_test::LinesContaining(log_path_, text);
   }
 
   template <typename Fn>
@@ -104,7 +78,7 @@ TEST_F(NvmlExportsTest, EveryListedFunctionIsExported) {
 }
 
 TEST_F(NvmlExportsTest, EveryDeclaredFunctionIsExportedAndNamed) {
-  const std::vector<std::string> names = DeclaredNames();
+  const std::vector<std::string> names = exports_test::DeclaredNames(PVGPU_NVML_DECLARATION_LIST);
   ASSERT_GT(names.size(), 25u);
   const std::vector<std::string> all = ListedNames();
   const std::set<std::string> known(all.begin(), all.end());
@@ -132,12 +106,7 @@ TEST_F(NvmlExportsTest, TracesEveryCallWithItsResult) {
       {"nvmlSystemGetNVMLVersion(", ", 80) -> NVML_SUCCESS"},
       {"nvmlErrorString(", "nvmlErrorString(3) -> \"Not Supported\""},
   };
-  for (const auto& [call, line] : expected) {
-    const std::vector<std::string> lines = LogLines(call);
-    ASSERT_FALSE(lines.empty()) << "no trace of " << call;
-    EXPECT_NE(lines.back().find(line), std::string::npos) << lines.back() << " lacks " << line;
-    EXPECT_NE(lines.back().find(" T] "), std::string::npos) << lines.back();
-  }
+  exports_test::ExpectTraced(log_path_, expected);
 }
 
 TEST_F(NvmlExportsTest, ExportsNothingButNvml) {
