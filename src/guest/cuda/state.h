@@ -36,8 +36,11 @@ struct PrimaryContext {
   unsigned int flags = 0;
 };
 
-// The live objects behind the API's handles, one store per kind, each with its own lock. No
-// lock is held while another is taken, except where a comment says so.
+// The live objects behind the API's handles, one store per kind, each with its own lock. A
+// store's lock is innermost: nothing else is locked while it is held. Held while a store is
+// used: DriverState::primaries_mutex and a library's lock (api_library.cc), across a host round
+// trip so that two threads create a primary context or load a library's module once; a pinned
+// region's lock.
 struct Objects {
   HandleStore<CUctx_st> contexts;  // records are never freed (api_context.cc says why)
   HandleStore<CUmod_st> modules;
