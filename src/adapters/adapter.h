@@ -21,7 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/dim3.h"
 #include "common/status.h"
+#include "protocol/module_description.h"
 
 namespace pvgpu::adapters {
 
@@ -30,8 +32,8 @@ namespace pvgpu::adapters {
 inline constexpr size_t kAttributeSlots = 160;
 
 struct AdapterInfo {
-  std::string kind;           // "cpu", "cuda"
-  std::string name;           // what cuDeviceGetName reports
+  std::string kind;  // "cpu", "cuda"
+  std::string name;  // what cuDeviceGetName reports
   std::array<uint8_t, 16> uuid{};
   uint64_t luid = 0;          // stable id, like DXCore's adapter LUID
   uint64_t total_memory = 0;  // bytes the adapter offers
@@ -41,9 +43,7 @@ struct AdapterInfo {
   std::array<int32_t, kAttributeSlots> attributes{};  // indexed by CUdevice_attribute
 };
 
-struct Dim3 {
-  uint32_t x = 1, y = 1, z = 1;
-};
+using pvgpu::Dim3;
 
 struct LaunchConfig {
   Dim3 grid;
@@ -51,22 +51,10 @@ struct LaunchConfig {
   uint32_t shared_bytes = 0;
 };
 
-struct KernelInfo {
-  std::string name;
-  std::vector<uint32_t> param_offsets;
-  std::vector<uint32_t> param_sizes;
-  uint32_t param_bytes = 0;
-  uint32_t shared_bytes = 0;
-  uint32_t local_bytes = 0;
-  uint32_t num_regs = 0;
-  uint32_t max_threads_per_block = 0;
-};
-
-struct GlobalInfo {
-  std::string name;
-  uint64_t dptr = 0;
-  uint64_t size = 0;
-};
+// A module describes itself as the guest will see it (ModuleLoad's reply), so the session
+// passes the description on as it is.
+using KernelInfo = protocol::KernelDescription;
+using GlobalInfo = protocol::GlobalDescription;
 
 class Module {
  public:
@@ -75,9 +63,7 @@ class Module {
   virtual const std::vector<GlobalInfo>& globals() const = 0;
 };
 
-// kLinked: a link image (protocol/link_image.h): the inputs of a cuLinkComplete, linked by the
-// adapter when loaded.
-enum class ImageKind { kPtx, kFatbin, kCubin, kLinked };
+using protocol::ImageKind;
 
 // One guest context on this adapter: its own address space and modules.
 class Context {

@@ -356,11 +356,7 @@ void Session::SynchronizeAdapter(ContextState& ctx) {
 }
 
 bool Session::InAllocation(const ContextState& ctx, uint64_t address, uint64_t size) const {
-  auto it = ctx.allocations.upper_bound(address);
-  if (it == ctx.allocations.begin()) return false;
-  --it;
-  const uint64_t offset = address - it->first;
-  return offset < it->second.size && size <= it->second.size - offset;
+  return ctx.allocations.Contains(address, size);
 }
 
 bool Session::ValidStream(ContextState& ctx, uint64_t stream) {

@@ -23,6 +23,7 @@
 
 #include "adapters/adapter.h"
 #include "common/function_ref.h"
+#include "common/range_map.h"
 #include "protocol/wire.h"
 #include "transport/channel.h"
 
@@ -74,7 +75,6 @@ class Session {
 
  private:
   struct Allocation {
-    uint64_t size;
     bool module_owned;  // a module's global or a mapped host region: not freed by cuMemFree
   };
   // Pinned host memory: a guest memfd mapped into the daemon.
@@ -98,7 +98,7 @@ class Session {
     std::unique_ptr<adapters::Context> impl;
     Code sticky = Code::kOk;   // a fault poisons the context, as on hardware
     Code pending = Code::kOk;  // first asynchronous error not yet reported
-    std::map<uint64_t, Allocation> allocations;
+    RangeMap<Allocation> allocations;
     std::unordered_map<uint64_t, std::unique_ptr<adapters::Module>> modules;
     std::unordered_map<uint64_t, uint32_t> streams;  // handle -> flags
     std::unordered_map<uint64_t, Event> events;

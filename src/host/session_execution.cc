@@ -10,16 +10,6 @@ using namespace protocol;
 
 namespace {
 
-adapters::ImageKind ToAdapterKind(uint32_t kind) {
-  switch (static_cast<ImageKind>(kind)) {
-    case ImageKind::kFatbin: return adapters::ImageKind::kFatbin;
-    case ImageKind::kCubin: return adapters::ImageKind::kCubin;
-    case ImageKind::kLinked: return adapters::ImageKind::kLinked;
-    case ImageKind::kPtx: break;
-  }
-  return adapters::ImageKind::kPtx;
-}
-
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -39,7 +29,7 @@ Code Session::Execute(const ModuleLoadRequest& request, std::span<const uint8_t>
   Code code = ctx->sticky;
   std::unique_ptr<adapters::Module> module;
   if (code == Code::kOk) {
-    auto loaded = ctx->impl->LoadModule(ToAdapterKind(request.image_kind), image,
+    auto loaded = ctx->impl->LoadModule(static_cast<ImageKind>(request.image_kind), image,
                                         &description.error_log, &description.info_log);
     if (loaded.ok()) {
       module = std::move(loaded).value();
@@ -58,15 +48,11 @@ Code Session::Execute(const ModuleLoadRequest& request, std::span<const uint8_t>
     description.error_log = "module globals exceed the session's memory quota";
   }
   if (module) {
-    for (const auto& k : module->kernels()) {
-      description.kernels.push_back({k.name, k.param_offsets, k.param_sizes, k.param_bytes,
-                                     k.shared_bytes, k.local_bytes, k.num_regs,
-                                     k.max_threads_per_block});
-    }
+    description.kernels = module->kernels();
+    description.globals = module->globals();
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& g : module->globals()) {
-      description.globals.push_back({g.name, g.dptr, g.size});
-      ctx->allocations[g.dptr] = {g.size == 0 ? 1 : g.size, true};
+      (void)ctx->allocations.Insert(g.dptr, g.size == 0 ? 1 : g.size, {true});
     }
     ctx->modules[request.module] = std::move(module);
   }

@@ -102,7 +102,7 @@ Code Session::Execute(const HostRegionMapRequest& request, std::span<const uint8
     if (!dptr.ok()) return dptr.status().code();
     std::lock_guard<std::mutex> lock(mutex_);
     ctx->mapped_regions[request.region] = *dptr;
-    ctx->allocations[*dptr] = {region->size, true};
+    (void)ctx->allocations.Insert(*dptr, region->size, {true});
     reply.dptr = *dptr;
   }
   SendReply(reply);
@@ -121,8 +121,7 @@ Code Session::Execute(const MemcpyHtoDRegionRequest& request, std::span<const ui
   }
   // The guest may write the region concurrently (that is its race to avoid, as with DMA from
   // pinned memory on a GPU); the copy reads it once and never trusts it.
-  Status status =
-      ctx->impl->Write(request.dst, {region->data + request.offset, request.size});
+  Status status = ctx->impl->Write(request.dst, {region->data + request.offset, request.size});
   if (!status.ok()) RecordFault(*ctx, status, "copy");
   return status.code();
 }

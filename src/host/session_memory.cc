@@ -30,7 +30,7 @@ Code Session::Execute(const MemAllocRequest& request, std::span<const uint8_t>) 
   if (!dptr.ok()) return dptr.status().code();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ctx->allocations[*dptr] = {request.size, false};
+    (void)ctx->allocations.Insert(*dptr, request.size, {false});
   }
   MemAllocReply reply;
   reply.result = 0;
@@ -42,8 +42,8 @@ Code Session::Execute(const MemAllocRequest& request, std::span<const uint8_t>) 
 Code Session::Execute(const MemFreeRequest& request, std::span<const uint8_t>) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr) return Code::kInvalidContext;
-  auto it = ctx->allocations.find(request.dptr);
-  if (it == ctx->allocations.end() || it->second.module_owned) return Code::kInvalidValue;
+  auto it = ctx->allocations.FindBase(request.dptr);
+  if (it == ctx->allocations.end() || it->second.value.module_owned) return Code::kInvalidValue;
   Status freed = ctx->impl->Free(request.dptr);
   if (!freed.ok()) return freed.code();
   std::lock_guard<std::mutex> lock(mutex_);

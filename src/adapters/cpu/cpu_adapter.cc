@@ -1,10 +1,9 @@
 #include "adapters/cpu/cpu_adapter.h"
 
-#include "adapters/link_inputs.h"
-
 #include <cstring>
 #include <limits>
 
+#include "adapters/link_inputs.h"
 #include "fatbin/fatbin.h"
 #include "protocol/link_image.h"
 
@@ -20,22 +19,10 @@ class CpuModule final : public Module {
  public:
   CpuModule(std::shared_ptr<const ptx::Program> program, std::vector<GlobalInfo> globals,
             std::vector<uint64_t> addresses)
-      : program_(std::move(program)), globals_(std::move(globals)),
+      : program_(std::move(program)),
+        globals_(std::move(globals)),
         addresses_(std::move(addresses)) {
-    for (const auto& k : program_->kernels()) {
-      KernelInfo info;
-      info.name = k.name;
-      for (const auto& p : k.params) {
-        info.param_offsets.push_back(p.offset);
-        info.param_sizes.push_back(p.size);
-      }
-      info.param_bytes = k.param_bytes;
-      info.shared_bytes = k.static_shared_bytes;
-      info.local_bytes = k.local_bytes;
-      info.num_regs = k.num_regs;
-      info.max_threads_per_block = k.max_threads_per_block;
-      kernels_.push_back(std::move(info));
-    }
+    for (const auto& k : program_->kernels()) kernels_.push_back(DescribePtxKernel(k));
   }
   const std::vector<KernelInfo>& kernels() const override { return kernels_; }
   const std::vector<GlobalInfo>& globals() const override { return globals_; }
@@ -129,8 +116,8 @@ class CpuContext final : public Context {
     return Status::Ok();
   }
 
-  Status Memset(uint64_t dst, uint64_t pitch, uint32_t value, uint32_t element_size,
-                uint64_t width, uint64_t height) override {
+  Status Memset(uint64_t dst, uint64_t pitch, uint32_t value, uint32_t element_size, uint64_t width,
+                uint64_t height) override {
     const uint64_t row_bytes = width * element_size;
     for (uint64_t row = 0; row < height; ++row) {
       uint8_t* p = memory_.Translate(dst + row * pitch, row_bytes);
@@ -175,7 +162,8 @@ class CpuContext final : public Context {
         return address.status().WithContext("allocating module global '" + g.name + "'");
       }
       if (!g.init.empty()) {
-        PVGPU_TRY(Write(*address, std::span(g.init).first(std::min<size_t>(g.init.size(), g.size))));
+        PVGPU_TRY(
+            Write(*address, std::span(g.init).first(std::min<size_t>(g.init.size(), g.size))));
       }
       globals.push_back({g.name, *address, g.size});
       addresses.push_back(*address);
@@ -205,8 +193,8 @@ class CpuContext final : public Context {
     const auto& kernels = cpu_module.program().kernels();
     if (kernel >= kernels.size()) return Error(Code::kInvalidHandle, "no such kernel");
     ptx::LaunchConfig launch;
-    launch.grid = {config.grid.x, config.grid.y, config.grid.z};
-    launch.block = {config.block.x, config.block.y, config.block.z};
+    launch.grid = config.grid;
+    launch.block = config.block;
     launch.dynamic_shared_bytes = config.shared_bytes;
     ptx::LaunchEnv env;
     env.memory = &memory_;
@@ -237,8 +225,7 @@ class CpuContext final : public Context {
 }  // namespace
 
 CpuAdapter::CpuAdapter(const CpuAdapterOptions& options, std::shared_ptr<ptx::Executor> executor)
-    : executor_(std::move(executor)),
-      addresses_(WindowBase(options.index), kWindowBytes) {
+    : executor_(std::move(executor)), addresses_(WindowBase(options.index), kWindowBytes) {
   FillCpuAdapterInfo(options, executor_->threads(), &info_);
 }
 

@@ -94,14 +94,8 @@ Status DescribeWithPtx(const Driver& driver, const ptx::Program& program, CudaMo
     CUfunction function = nullptr;
     PVGPU_TRY(driver.Check(api.cuModuleGetFunction(&function, module->module_, k.name.c_str()),
                            "cuModuleGetFunction"));
-    KernelInfo info;
-    info.name = k.name;
-    for (const auto& p : k.params) {
-      info.param_offsets.push_back(p.offset);
-      info.param_sizes.push_back(p.size);
-    }
-    info.param_bytes = k.param_bytes;
-    FillAttributes(api, function, &info);
+    KernelInfo info = DescribePtxKernel(k);
+    FillAttributes(api, function, &info);  // the driver's resources, not the PTX's
     module->kernels_.push_back(std::move(info));
     module->functions_.push_back(function);
   }
@@ -114,8 +108,8 @@ struct JitLogs {
   std::vector<char> infos = std::vector<char>(kLogBytes, '\0');
   CUjit_option options[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                              CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void* values[4] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}),
-                     infos.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
+  void* values[4] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}), infos.data(),
+                     reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
   static constexpr unsigned int kCount = 4;
 
   JitLogs() = default;
@@ -145,10 +139,10 @@ StatusOr<std::vector<uint8_t>> LinkWithDriver(const Driver& driver,
   for (const auto& input : inputs) {
     // The driver takes non-const pointers and NUL-terminated names; it copies the data.
     std::string data(input.data), name(input.name);
-    status = driver.Check(api.cuLinkAddData(state, static_cast<CUjitInputType>(input.type),
-                                            data.data(), data.size(), name.c_str(), 0, nullptr,
-                                            nullptr),
-                          "cuLinkAddData");
+    status =
+        driver.Check(api.cuLinkAddData(state, static_cast<CUjitInputType>(input.type), data.data(),
+                                       data.size(), name.c_str(), 0, nullptr, nullptr),
+                     "cuLinkAddData");
     if (!status.ok()) break;
   }
   std::vector<uint8_t> cubin;
@@ -183,8 +177,8 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
   if (kind == ImageKind::kLinked) {
     // Linked by the host driver's own linker, for this GPU; the result loads as a cubin.
     PVGPU_ASSIGN_OR_RETURN(link_inputs, protocol::DecodeLinkImage(image));
-    PVGPU_ASSIGN_OR_RETURN(std::vector<uint8_t> cubin, LinkWithDriver(driver, link_inputs, error_log,
-                                                                       info_log));
+    PVGPU_ASSIGN_OR_RETURN(std::vector<uint8_t> cubin,
+                           LinkWithDriver(driver, link_inputs, error_log, info_log));
     copy.assign(cubin.size() / 8 + 1, 0);
     std::memcpy(copy.data(), cubin.data(), cubin.size());
   }
