@@ -13,126 +13,15 @@ using protocol::MessageHeader;
 namespace {
 // How often a waiting session re-checks its stop flag.
 constexpr int kReceivePollMs = 250;
-// A launch shorter than this is never read ahead of (the watcher notices a long one between
-// one and two of these after it started); the watcher re-checks the launch's end this often,
-// and reads ahead at most this much.
-constexpr auto kWatchAfter = std::chrono::milliseconds(100);
-constexpr int kWatchPollMs = 20;
-constexpr size_t kMaxReadAheadBytes = 64u << 20;
-
-// Whether `message` ends the running kernel's purpose: Goodbye, or CtxDestroy of `ctx`. It is
-// only peeked at here; the session loop validates it in order later.
-bool EndsLaunch(const std::vector<uint8_t>& message, uint64_t ctx) {
-  MessageHeader header;
-  if (message.size() < sizeof(header)) return false;
-  std::memcpy(&header, message.data(), sizeof(header));
-  if (header.op == static_cast<uint32_t>(protocol::Op::kGoodbye)) return true;
-  protocol::CtxDestroyRequest destroy;
-  if (header.op != static_cast<uint32_t>(protocol::Op::kCtxDestroy) ||
-      message.size() != sizeof(header) + sizeof(destroy)) {
-    return false;
-  }
-  std::memcpy(&destroy, message.data() + sizeof(header), sizeof(destroy));
-  return destroy.ctx == ctx;
-}
 }  // namespace
 
-Status Session::WatchedLaunch(ContextState& ctx, uint64_t ctx_handle,
-                              FunctionRef<Status()> launch) {
-  if (!watch_.thread.joinable()) watch_.thread = std::thread([this] { WatchLoop(); });
-  watch_.ctx.store(ctx.impl.get(), std::memory_order_relaxed);
-  watch_.ctx_handle.store(ctx_handle, std::memory_order_relaxed);
-  watch_.launches.store(watch_.launches.load(std::memory_order_relaxed) + 1);
-  watch_.active.store(true);
-  // Only a sleeping watcher is woken: one that is timing a period notices this launch when the
-  // period ends, so back-to-back short launches cost no thread wake-up and no lock each.
-  if (watch_.idle.load()) {
-    std::lock_guard<std::mutex> lock(watch_.mutex);
-    watch_.changed.notify_all();
-  }
-  Status status = launch();
-  watch_.active.store(false);
-  if (watch_.busy.load() || watch_.awaiting_end.load()) {
-    std::unique_lock<std::mutex> lock(watch_.mutex);
-    watch_.changed.notify_all();
-    // The watcher must be out of Receive before the loop reads the channel again (order).
-    watch_.changed.wait(lock, [&] { return !watch_.busy.load(); });
-  }
-  return status;
-}
-
-void Session::WatchLoop() {
-  std::unique_lock<std::mutex> lock(watch_.mutex);
-  uint64_t seen = watch_.launches.load();
-  while (!watch_.exit) {
-    if (!watch_.active.load() && watch_.launches.load() == seen) {
-      // No launch during a whole period: sleep until one starts. While launches keep coming
-      // (a launch + synchronize loop, say) the watcher stays on its timer instead, so that it
-      // costs one wake-up per period rather than one per launch.
-      watch_.idle.store(true);
-      watch_.changed.wait(lock, [&] { return watch_.active.load() || watch_.exit; });
-      watch_.idle.store(false);
-    }
-    // A launch that is still the same one after a whole period has run for at least
-    // kWatchAfter. Launches do not wake this wait (see WatchedLaunch), so a long kernel is
-    // noticed between one and two periods after it started.
-    seen = watch_.launches.load();
-    const uint64_t launch = seen;
-    watch_.changed.wait_for(lock, kWatchAfter, [&] { return watch_.exit; });
-    if (watch_.exit) break;
-    if (!watch_.active.load() || watch_.launches.load() != launch) continue;
-    watch_.busy.store(true);
-    // Re-checked after raising busy: a launch that ended before it does not wait for us.
-    if (!watch_.active.load() || watch_.launches.load() != launch) {
-      watch_.busy.store(false);
-      watch_.changed.notify_all();
-      continue;
-    }
-    adapters::Context* ctx = watch_.ctx.load();
-    const uint64_t ctx_handle = watch_.ctx_handle.load();
-    size_t bytes = 0;
-    while (watch_.active.load() && !watch_.exit) {
-      lock.unlock();
-      std::vector<uint8_t> message;
-      Status received = bytes < kMaxReadAheadBytes ? endpoint_->Receive(&message, kWatchPollMs)
-                                                   : Error(Code::kNotReady, "read-ahead full");
-      lock.lock();
-      if (received.code() == Code::kNotReady) {
-        if (bytes >= kMaxReadAheadBytes) {
-          watch_.changed.wait_for(lock, std::chrono::milliseconds(kWatchPollMs));
-        }
-        continue;
-      }
-      if (!received.ok()) {
-        PVGPU_INFO("session " << id_ << ": channel ended during a kernel, cancelling it");
-        read_ahead_end_ = received;
-        ctx->Cancel();
-        break;
-      }
-      bytes += message.size();
-      const bool ends = EndsLaunch(message, ctx_handle);
-      read_ahead_.push_back(std::move(message));
-      if (ends) {
-        PVGPU_INFO("session " << id_
-                              << ": context destroyed or goodbye during a kernel, "
-                                 "cancelling it");
-        ctx->Cancel();
-        break;
-      }
-    }
-    // Wait for this launch to end before watching the next.
-    watch_.awaiting_end.store(true);
-    watch_.busy.store(false);
-    watch_.changed.notify_all();
-    watch_.changed.wait(lock, [&] {
-      return !watch_.active.load() || watch_.launches.load() != launch || watch_.exit;
-    });
-    watch_.awaiting_end.store(false);
-  }
-}
-
 Session::Session(uint32_t id, std::unique_ptr<transport::Endpoint> endpoint, SessionPolicy policy)
-    : id_(id), endpoint_(std::move(endpoint)), policy_(std::move(policy)) {}
+    : id_(id),
+      endpoint_(std::move(endpoint)),
+      policy_(std::move(policy)),
+      faults_(id, [this](uint64_t count) { endpoint_->PublishErrorCount(count); }),
+      fence_([this](uint64_t value) { endpoint_->PublishFence(value); }),
+      watcher_(id, endpoint_.get()) {}
 
 Session::~Session() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -148,12 +37,11 @@ void Session::Run() {
   bool in_place = false;  // the message just received was run where it arrived
   std::string end_reason = "guest disconnected";
   while (!stop_.load() && !fatal_ && !said_goodbye_) {
+    // What the watcher read ahead during a kernel comes first, in order.
     Status received;
-    if (!read_ahead_.empty()) {
-      message = std::move(read_ahead_.front());
-      read_ahead_.pop_front();
-    } else if (!read_ahead_end_.ok()) {
-      received = read_ahead_end_;
+    if (watcher_.TakeReadAhead(&message)) {
+    } else if (!watcher_.channel_end().ok()) {
+      received = watcher_.channel_end();
     } else {
       // Bulk HtoD data goes from the ring to the device where it lies; everything else is
       // copied out first, so that what is validated cannot change underneath.
@@ -227,12 +115,7 @@ void Session::Run() {
     contexts_.clear();
     regions_.clear();
   }
-  {
-    std::lock_guard<std::mutex> lock(watch_.mutex);
-    watch_.exit = true;
-  }
-  watch_.changed.notify_all();
-  if (watch_.thread.joinable()) watch_.thread.join();
+  watcher_.Stop();
   endpoint_->Close();
   if (!fatal_) PVGPU_INFO("session " << id_ << ": ended (" << end_reason << ")");
   finished_.store(true);
@@ -307,50 +190,20 @@ Session::ContextState* Session::FindContext(uint64_t handle) {
 void Session::SettleCurrent() {
   if (settled_) return;
   settled_ = true;
-  const uint64_t seq = current_.seq;
   adapters::Context* async = nullptr;
   if (auto it = contexts_.find(touched_ctx_);
       it != contexts_.end() && it->second->impl && it->second->impl->asynchronous()) {
     async = it->second->impl.get();
   }
-  if (async == nullptr && !deferred_ever_) {
-    // No seq was ever deferred, so no adapter thread publishes: this thread alone owns the
-    // fence state and needs no lock (the common case: synchronous adapters only).
-    executed_ = seq;
-    PublishFenceLocked();
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(fence_mutex_);
-    executed_ = seq;
-    if (async != nullptr) {
-      deferred_ever_ = true;
-      in_flight_.insert(seq);
-    } else {
-      PublishFenceLocked();
-    }
-  }
-  // Outside the lock: the adapter may call back at once, on this thread.
-  if (async != nullptr) async->NotifyWhenDone([this, seq] { CompleteSeq(seq); });
-}
-
-void Session::CompleteSeq(uint64_t seq) {
-  std::lock_guard<std::mutex> lock(fence_mutex_);
-  in_flight_.erase(seq);
-  PublishFenceLocked();
-}
-
-void Session::PublishFenceLocked() {
-  // Published under the lock so that two threads never store the fence out of order.
-  const uint64_t done = in_flight_.empty() ? executed_ : *in_flight_.begin() - 1;
-  if (done > published_) {
-    published_ = done;
-    endpoint_->PublishFence(done);
+  if (async == nullptr) {
+    fence_.Settle(current_.seq);
+  } else {
+    async->NotifyWhenDone(fence_.Defer(current_.seq));
   }
 }
 
 void Session::SynchronizeAdapter(ContextState& ctx) {
-  if (!ctx.impl || !ctx.impl->asynchronous() || ctx.sticky != Code::kOk) return;
+  if (!ctx.impl || !ctx.impl->asynchronous() || ctx.errors.sticky != Code::kOk) return;
   Status synced = ctx.impl->Synchronize();
   if (!synced.ok()) RecordFault(ctx, synced, "asynchronous work");
 }
@@ -365,28 +218,12 @@ bool Session::ValidStream(ContextState& ctx, uint64_t stream) {
   return false;
 }
 
-void Session::PublishErrorCount() {
-  bool asynchronous = false;
+void Session::CountAsynchronousContexts() {
+  size_t asynchronous = 0;
   for (const auto& [handle, ctx] : contexts_) {
-    if (ctx->impl && ctx->impl->asynchronous()) asynchronous = true;
+    if (ctx->impl && ctx->impl->asynchronous()) ++asynchronous;
   }
-  endpoint_->PublishErrorCount(asynchronous ? transport::Endpoint::kErrorCountUnknown
-                                            : faults_recorded_);
-}
-
-void Session::RecordFault(ContextState& ctx, const Status& status, const char* what) {
-  // Counted before the fence covering this message is published (SettleCurrent), so a guest
-  // that sees the fence also sees that something went wrong.
-  ++faults_recorded_;
-  PublishErrorCount();
-  if (IsStickyError(status.code())) {
-    if (ctx.sticky == Code::kOk) ctx.sticky = status.code();
-    PVGPU_INFO("session " << id_ << ": " << what
-                          << " faulted, context is now unusable: " << status.ToString());
-  } else if (ctx.pending == Code::kOk) {
-    ctx.pending = status.code();
-    PVGPU_DEBUG("session " << id_ << ": " << what << " failed: " << status.ToString());
-  }
+  faults_.SetAsynchronousContexts(asynchronous);
 }
 
 void Session::DestroyContext(ContextState& ctx) {

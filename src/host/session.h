@@ -7,23 +7,21 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <span>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "adapters/adapter.h"
 #include "common/function_ref.h"
 #include "common/range_map.h"
+#include "host/completion_fence.h"
+#include "host/fault_accounting.h"
+#include "host/kernel_watcher.h"
 #include "protocol/wire.h"
 #include "transport/channel.h"
 
@@ -96,8 +94,7 @@ class Session {
   struct ContextState {
     uint32_t device = 0;  // index in policy_.adapters
     std::unique_ptr<adapters::Context> impl;
-    Code sticky = Code::kOk;   // a fault poisons the context, as on hardware
-    Code pending = Code::kOk;  // first asynchronous error not yet reported
+    ContextErrors errors;
     RangeMap<Allocation> allocations;
     std::unordered_map<uint64_t, std::unique_ptr<adapters::Module>> modules;
     std::unordered_map<uint64_t, uint32_t> streams;  // handle -> flags
@@ -138,38 +135,6 @@ class Session {
   Code Execute(const protocol::EventRecordRequest&, std::span<const uint8_t>);
   Code Execute(const protocol::EventElapsedTimeRequest&, std::span<const uint8_t>);
 
-  // Runs `launch` (a synchronous adapter's kernel, which may never end) while watching the
-  // channel: once it has run for a while, a watcher thread reads the guest's next messages
-  // ahead, and cancels the kernel when the guest hangs up, says Goodbye or destroys the
-  // kernel's context. The session loop executes what was read ahead, in order, afterwards.
-  //
-  // `launch` is called before WatchedLaunch returns, so it is taken by reference: a
-  // std::function would allocate for the launch's captures on every launch.
-  Status WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, FunctionRef<Status()> launch);
-  void WatchLoop();
-  // The session thread starts and ends launches without taking `mutex`: it and the watcher
-  // publish their flags seq_cst and then read the other's (Dekker), so either the session
-  // thread sees the watcher idle or busy and takes the lock to notify it, or the watcher sees
-  // the launch's new state itself.
-  struct Watch {
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::atomic<bool> active{false};               // a launch is running
-    std::atomic<uint64_t> launches{0};             // launches started (session thread writes)
-    std::atomic<adapters::Context*> ctx{nullptr};  // the running launch's context
-    std::atomic<uint64_t> ctx_handle{0};
-    std::atomic<bool> busy{false};  // the watcher is reading ahead
-    std::atomic<bool> idle{false};  // the watcher sleeps until a launch starts
-    // The watcher waits for the watched launch to end (set before busy is cleared).
-    std::atomic<bool> awaiting_end{false};
-    bool exit = false;  // guarded by mutex
-    std::thread thread;
-  };
-  Watch watch_;
-  // Filled by the watcher only while watch_.busy, drained by the session loop otherwise.
-  std::deque<std::vector<uint8_t>> read_ahead_;
-  Status read_ahead_end_;  // the channel's end seen while reading ahead (kOk: none)
-
   // Ends the session: the guest broke the protocol. Returns a code for convenience.
   Code Fatal(const std::string& reason);
   // Looks up a region and checks [offset, offset + size) lies inside it; violations are fatal.
@@ -180,13 +145,11 @@ class Session {
   bool InAllocation(const ContextState& ctx, uint64_t address, uint64_t size) const;
   // Checks a stream handle (0 is the context's default stream); unknown ones are fatal.
   bool ValidStream(ContextState& ctx, uint64_t stream);
-  // First error to report for work in `ctx`: the sticky fault, else kOk.
-  static Code Sticky(const ContextState& ctx) { return ctx.sticky; }
-  void RecordFault(ContextState& ctx, const Status& status, const char* what);
-  // Publishes how many faults were recorded (transport::Endpoint::PublishErrorCount), or that
-  // the count cannot be vouched for while an asynchronous adapter's context exists.
-  void PublishErrorCount();
-  uint64_t faults_recorded_ = 0;
+  void RecordFault(ContextState& ctx, const Status& status, const char* what) {
+    faults_.Record(ctx.errors, status, what);
+  }
+  // Tells the fault accounting how many asynchronous contexts there are (after one came or went).
+  void CountAsynchronousContexts();
   void DestroyContext(ContextState& ctx);
   uint64_t UsedBytes() const;
 
@@ -216,34 +179,24 @@ class Session {
   // What a failed send means for the session: the guest gone (stop), or a corrupt ring (fatal).
   void HandleSendStatus(const Status& sent);
 
-  // The deferred completion fence (asynchronous adapters). The shared fence means "every
-  // message up to N is done". Work on an asynchronous context completes after its message was
-  // executed, on an adapter thread, and contexts complete out of order; so the seqs still in
-  // flight are kept, and the fence published is the highest seq below all of them (monotonic).
-  //
-  // Ends the current message: its seq is done now, or, when it named an asynchronous context,
-  // once the work submitted so far on that context completes. Once per message (SendReply
-  // calls it before replying, SendReplyFilled once the payload is written and before the
-  // reply is visible, the loop after executing).
+  // Ends the current message (the completion fence covers it): done now, or, when it named an
+  // asynchronous context, once the work submitted so far on that context completes. Once per
+  // message (SendReply calls it before replying, SendReplyFilled once the payload is written
+  // and before the reply is visible, the loop after executing).
   void SettleCurrent();
-  // A deferred seq's work is done (any thread).
-  void CompleteSeq(uint64_t seq);
-  void PublishFenceLocked();  // fence_mutex_ held
   // Waits for an asynchronous context's work; its faults become the context's errors.
   void SynchronizeAdapter(ContextState& ctx);
   uint64_t touched_ctx_ = 0;  // the context the current message named (set by FindContext)
   bool settled_ = false;
-  std::mutex fence_mutex_;
-  std::set<uint64_t> in_flight_;  // guarded by fence_mutex_, as are the two below
-  uint64_t executed_ = 0;
-  uint64_t published_ = 0;
-  // Set (session thread, under fence_mutex_) when a seq is first deferred; until then only the
-  // session thread touches the three above and SettleCurrent takes no lock.
-  bool deferred_ever_ = false;
 
   const uint32_t id_;
   std::unique_ptr<transport::Endpoint> endpoint_;
   const SessionPolicy policy_;
+  // Declared after endpoint_, which they use, and before the tables, whose asynchronous
+  // contexts call back into the fence until they are destroyed.
+  FaultAccounting faults_;
+  CompletionFence fence_;
+  KernelWatcher watcher_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
   bool fatal_ = false;

@@ -33,8 +33,8 @@ Code Session::Execute(const HelloRequest& request, std::span<const uint8_t>) {
   reply.adapter_count = static_cast<uint32_t>(policy_.adapters.size());
   reply.result = 0;
   SendReply(reply);
-  PVGPU_INFO("session " << id_ << ": guest '" << guest_name_ << "' pid " << guest_pid_
-                        << " sees " << reply.adapter_count << " adapter(s)");
+  PVGPU_INFO("session " << id_ << ": guest '" << guest_name_ << "' pid " << guest_pid_ << " sees "
+                        << reply.adapter_count << " adapter(s)");
   return Code::kOk;
 }
 
@@ -98,7 +98,7 @@ Code Session::Execute(const CtxCreateRequest& request, std::span<const uint8_t>)
   state->impl = std::move(impl).value();
   std::lock_guard<std::mutex> lock(mutex_);
   contexts_[request.ctx] = std::move(state);
-  PublishErrorCount();  // an asynchronous adapter's context: synchronization must ask
+  CountAsynchronousContexts();  // an asynchronous adapter's context: synchronization must ask
   return Code::kOk;
 }
 
@@ -108,7 +108,7 @@ Code Session::Execute(const CtxDestroyRequest& request, std::span<const uint8_t>
   std::lock_guard<std::mutex> lock(mutex_);
   DestroyContext(*ctx);
   contexts_.erase(request.ctx);
-  PublishErrorCount();
+  CountAsynchronousContexts();
   return Code::kOk;
 }
 
@@ -118,10 +118,7 @@ Code Session::Execute(const CtxSynchronizeRequest& request, std::span<const uint
   // Work runs in submission order, so everything before this message is done (once an
   // asynchronous adapter has been waited for; its faults surface here, as in CUDA).
   SynchronizeAdapter(*ctx);
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
-  const Code pending = ctx->pending;
-  ctx->pending = Code::kOk;
-  return pending;
+  return ctx->errors.TakeForSynchronize();
 }
 
 Code Session::Execute(const CtxSetLimitRequest& request, std::span<const uint8_t>) {
@@ -129,7 +126,7 @@ Code Session::Execute(const CtxSetLimitRequest& request, std::span<const uint8_t
   if (ctx == nullptr) return Code::kInvalidContext;
   // Stack, printf FIFO and heap sizes need no host-side reservation on the cpu adapter; the
   // guest library keeps the values it reports back.
-  return ctx->sticky;
+  return ctx->errors.sticky;
 }
 
 }  // namespace pvgpu::host

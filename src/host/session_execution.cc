@@ -26,7 +26,7 @@ Code Session::Execute(const ModuleLoadRequest& request, std::span<const uint8_t>
   }
   if (request.image_kind < 1 || request.image_kind > 4) return Fatal("ModuleLoad: bad image kind");
   ModuleDescription description;
-  Code code = ctx->sticky;
+  Code code = ctx->errors.sticky;
   std::unique_ptr<adapters::Module> module;
   if (code == Code::kOk) {
     auto loaded = ctx->impl->LoadModule(static_cast<ImageKind>(request.image_kind), image,
@@ -91,7 +91,7 @@ Code Session::Execute(const LaunchKernelRequest& request, std::span<const uint8_
     return Fatal("LaunchKernel: parameter buffer of " + std::to_string(params.size()) +
                  " bytes for a kernel taking " + std::to_string(kernel.param_bytes));
   }
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   adapters::LaunchConfig config;
   config.grid = {request.grid[0], request.grid[1], request.grid[2]};
   config.block = {request.block[0], request.block[1], request.block[2]};
@@ -103,7 +103,8 @@ Code Session::Execute(const LaunchKernelRequest& request, std::span<const uint8_
   };
   // A synchronous adapter runs the kernel right here; one that never ends must not outlive
   // its guest's interest in it. Asynchronous adapters return at once and need no watch.
-  Status status = ctx->impl->asynchronous() ? launch() : WatchedLaunch(*ctx, request.ctx, launch);
+  Status status =
+      ctx->impl->asynchronous() ? launch() : watcher_.Run(*ctx->impl, request.ctx, launch);
   if (!printed.empty()) SendPrint(request.ctx, printed);
   if (!status.ok()) RecordFault(*ctx, status.WithContext("kernel " + kernel.name), "launch");
   return status.code();
@@ -132,10 +133,7 @@ Code Session::Execute(const StreamSynchronizeRequest& request, std::span<const u
   if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
   // One stream per context on the adapters: waiting for it waits for this stream too.
   SynchronizeAdapter(*ctx);
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
-  const Code pending = ctx->pending;
-  ctx->pending = Code::kOk;
-  return pending;
+  return ctx->errors.TakeForSynchronize();
 }
 
 Code Session::Execute(const EventCreateRequest& request, std::span<const uint8_t>) {

@@ -91,7 +91,7 @@ Code Session::Execute(const HostRegionMapRequest& request, std::span<const uint8
   if (ctx == nullptr) return Code::kInvalidContext;
   Region* region = FindRegion(request.region, 0, 0);
   if (region == nullptr) return Code::kInvalidValue;
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   HostRegionMapReply reply;
   reply.result = 0;
   auto mapped = ctx->mapped_regions.find(request.region);
@@ -114,7 +114,7 @@ Code Session::Execute(const MemcpyHtoDRegionRequest& request, std::span<const ui
   if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
   Region* region = FindRegion(request.region, request.offset, request.size);
   if (region == nullptr) return Code::kInvalidValue;
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   if (!InAllocation(*ctx, request.dst, request.size)) {
     RecordFault(*ctx, Error(Code::kInvalidValue, "HtoD destination outside allocations"), "copy");
     return Code::kInvalidValue;
@@ -131,7 +131,7 @@ Code Session::Execute(const MemcpyDtoHRegionRequest& request, std::span<const ui
   if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
   Region* region = FindRegion(request.region, request.offset, request.size);
   if (region == nullptr) return Code::kInvalidValue;
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   if (!InAllocation(*ctx, request.src, request.size)) {
     RecordFault(*ctx, Error(Code::kInvalidValue, "DtoH source outside allocations"), "copy");
     return Code::kInvalidValue;

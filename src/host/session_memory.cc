@@ -10,7 +10,7 @@ using namespace protocol;
 Code Session::Execute(const MemAllocRequest& request, std::span<const uint8_t>) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr) return Code::kInvalidContext;
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   if (request.size == 0) return Code::kInvalidValue;
   const adapters::Adapter& adapter = *policy_.adapters[ctx->device];
   const uint64_t total = adapter.info().total_memory;
@@ -48,7 +48,7 @@ Code Session::Execute(const MemFreeRequest& request, std::span<const uint8_t>) {
   if (!freed.ok()) return freed.code();
   std::lock_guard<std::mutex> lock(mutex_);
   ctx->allocations.erase(it);
-  return ctx->sticky;
+  return ctx->errors.sticky;
 }
 
 Code Session::Execute(const MemcpyHtoDRequest& request, std::span<const uint8_t> data) {
@@ -58,7 +58,7 @@ Code Session::Execute(const MemcpyHtoDRequest& request, std::span<const uint8_t>
 Code Session::Execute(const MemcpyHtoDRequest& request, const transport::MessageView& data) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   if (!InAllocation(*ctx, request.dst, data.size())) {
     RecordFault(*ctx, Error(Code::kInvalidValue, "HtoD destination outside allocations"), "copy");
     return Code::kInvalidValue;
@@ -78,7 +78,7 @@ Code Session::Execute(const MemcpyDtoHRequest& request, std::span<const uint8_t>
   const size_t limit =
       endpoint_->max_message_size() - sizeof(MessageHeader) - sizeof(MemcpyDtoHReply);
   if (request.size > limit) return Fatal("DtoH chunk larger than the channel allows");
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   if (!InAllocation(*ctx, request.src, request.size)) return Code::kInvalidValue;
   MemcpyDtoHReply reply;
   reply.result = 0;
@@ -98,7 +98,7 @@ Code Session::Execute(const MemcpyDtoHRequest& request, std::span<const uint8_t>
 Code Session::Execute(const MemcpyDtoDRequest& request, std::span<const uint8_t>) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   if (!InAllocation(*ctx, request.dst, request.size) ||
       !InAllocation(*ctx, request.src, request.size)) {
     RecordFault(*ctx, Error(Code::kInvalidValue, "DtoD range outside allocations"), "copy");
@@ -112,7 +112,7 @@ Code Session::Execute(const MemcpyDtoDRequest& request, std::span<const uint8_t>
 Code Session::Execute(const MemsetRequest& request, std::span<const uint8_t>) {
   ContextState* ctx = FindContext(request.ctx);
   if (ctx == nullptr || !ValidStream(*ctx, request.stream)) return Code::kInvalidContext;
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
+  if (ctx->errors.sticky != Code::kOk) return ctx->errors.sticky;
   const uint32_t element = request.element_size;
   const bool shape_ok = (element == 1 || element == 2 || element == 4) &&
                         request.width <= (~0ull) / element &&
