@@ -1,7 +1,8 @@
 // The narrow interface every adapter implements (the kernel-mode driver role of GPU-PV).
 //
 // The session layer (host/) validates every request once — handles, ownership, address ranges,
-// quotas — before it reaches an adapter, so adapters implement only execution. Calls on one
+// quotas, the wire formats of module images — before it reaches an adapter, so adapters
+// implement only execution. Calls on one
 // Context come from one session thread, in submission order. A synchronous adapter (cpu)
 // completes the work before returning; an asynchronous one (cuda) may return once the work is
 // submitted, in order, to the device, and reports completion through NotifyWhenDone and errors
@@ -23,6 +24,7 @@
 
 #include "common/dim3.h"
 #include "common/status.h"
+#include "protocol/link_image.h"
 #include "protocol/module_description.h"
 
 namespace pvgpu::adapters {
@@ -65,6 +67,34 @@ class Module {
 
 using protocol::ImageKind;
 
+// A module image as the session hands it to an adapter: decoded from the wire and validated.
+// What remains in device formats (PTX text, fatbinaries, cubins, a link's inputs) is the
+// adapter's to read: its PTX engine or its driver checks them.
+struct ModuleImage {
+  ImageKind kind = ImageKind::kPtx;
+  // kPtx: the text, up to its first NUL; kFatbin, kCubin: the image's bytes.
+  std::span<const uint8_t> bytes;
+  // kLinked: the link's inputs, every record's type and extent checked
+  // (protocol::DecodeLinkImage); views into the message, valid during LoadModule.
+  std::span<const protocol::LinkInput> inputs;
+
+  // An image of one kind from its bytes; kLinked's inputs are set by the caller.
+  static ModuleImage Of(ImageKind kind, std::span<const uint8_t> bytes) {
+    ModuleImage image;
+    image.kind = kind;
+    image.bytes = bytes;
+    if (kind == ImageKind::kPtx) {
+      for (size_t i = 0; i < bytes.size(); ++i) {
+        if (bytes[i] == 0) {
+          image.bytes = bytes.first(i);
+          break;
+        }
+      }
+    }
+    return image;
+  }
+};
+
 // One guest context on this adapter: its own address space and modules.
 class Context {
  public:
@@ -89,10 +119,18 @@ class Context {
 
   // Loads a module; its globals are allocated in this context. Logs are filled on success and
   // failure (kInvalidPtx, kNoBinaryForGpu, ...).
-  virtual StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind,
-                                                       std::span<const uint8_t> image,
+  virtual StatusOr<std::unique_ptr<Module>> LoadModule(const ModuleImage& image,
                                                        std::string* error_log,
                                                        std::string* info_log) = 0;
+  // The same for one image of a single kind (tools, tests). A link image arrives decoded, as
+  // ModuleImage::inputs, so it is refused here.
+  StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
+                                               std::string* error_log, std::string* info_log) {
+    if (kind == ImageKind::kLinked) {
+      return Error(Code::kInvalidImage, "a link image must be decoded (ModuleImage::inputs)");
+    }
+    return LoadModule(ModuleImage::Of(kind, image), error_log, info_log);
+  }
   // Runs kernel `kernel` of `module` to completion. `print` receives device printf output.
   virtual Status Launch(Module& module, uint32_t kernel, const LaunchConfig& config,
                         std::span<const uint8_t> params,

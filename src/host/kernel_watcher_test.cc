@@ -58,8 +58,8 @@ class KernelWatcherTest : public ::testing::Test {
     context_ = std::move(context).value();
     std::string errors, infos;
     auto module = context_->LoadModule(
-        adapters::ImageKind::kPtx,
-        {reinterpret_cast<const uint8_t*>(kSpinPtx), sizeof(kSpinPtx)}, &errors, &infos);
+        adapters::ImageKind::kPtx, {reinterpret_cast<const uint8_t*>(kSpinPtx), sizeof(kSpinPtx)},
+        &errors, &infos);
     ASSERT_TRUE(module.ok()) << module.status().ToString() << " " << errors;
     module_ = std::move(module).value();
     auto [guest, host] = transport::CreateInProcessPair();
@@ -137,10 +137,13 @@ TEST_F(KernelWatcherTest, MessagesAroundShortLaunchesArriveOnceInOrder) {
   for (uint64_t seq = 1; seq <= 3; ++seq) ASSERT_TRUE(guest_->Send(Message(destroy, seq)).ok());
   int ran = 0;
   for (int i = 0; i < 100; ++i) {
-    EXPECT_TRUE(watcher_->Run(*context_, 7, [&] {
-      ++ran;
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(watcher_
+                    ->Run(*context_, 7,
+                          [&] {
+                            ++ran;
+                            return Status::Ok();
+                          })
+                    .ok());
   }
   EXPECT_EQ(ran, 100);
   std::vector<uint64_t> seqs;

@@ -38,8 +38,7 @@ class FakeAsyncContext final : public adapters::Context {
     return Error(Code::kNotSupported, "");
   }
   Status UnmapHostMemory(uint64_t) override { return Status::Ok(); }
-  StatusOr<std::unique_ptr<adapters::Module>> LoadModule(adapters::ImageKind,
-                                                         std::span<const uint8_t>, std::string*,
+  StatusOr<std::unique_ptr<adapters::Module>> LoadModule(const adapters::ModuleImage&, std::string*,
                                                          std::string*) override {
     return Error(Code::kNotSupported, "fake");
   }

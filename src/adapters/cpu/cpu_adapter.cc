@@ -5,7 +5,6 @@
 
 #include "adapters/link_inputs.h"
 #include "fatbin/fatbin.h"
-#include "protocol/link_image.h"
 
 namespace pvgpu::adapters::cpu {
 namespace {
@@ -36,38 +35,32 @@ class CpuModule final : public Module {
   std::vector<uint64_t> addresses_;
 };
 
-// The PTX of one image (or link input): the text itself, or a fatbin's PTX. The cpu adapter
-// has no GPU architecture: any PTX in a fatbin runs, the newest preferred. A cubin (or a fatbin
-// of SASS only) is machine code for one NVIDIA GPU.
-StatusOr<std::string> PtxOf(ImageKind kind, std::span<const uint8_t> image) {
-  if (kind == ImageKind::kFatbin) return fatbin::ExtractPtx(image, std::numeric_limits<int>::max());
-  if (kind != ImageKind::kPtx) {
-    return Error(Code::kNoBinaryForGpu,
-                 "the cpu adapter runs PTX only; a cubin holds machine code for one NVIDIA GPU "
-                 "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)");
-  }
-  std::string_view text(reinterpret_cast<const char*>(image.data()), image.size());
-  if (auto nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);
-  return std::string(text);
-}
-
-// A link image's inputs as PTX modules, linked by the engine.
-StatusOr<std::shared_ptr<const ptx::Program>> LoadLinked(std::span<const uint8_t> image,
-                                                         std::string* error_log,
-                                                         std::string* info_log) {
-  PVGPU_ASSIGN_OR_RETURN(auto inputs, protocol::DecodeLinkImage(image));
-  PVGPU_ASSIGN_OR_RETURN(PtxLinkSources ptx,
-                         PtxOfLinkInputs(inputs, std::numeric_limits<int>::max()));
-  return ptx::LoadLinkedProgram(ptx.sources, error_log, info_log);
-}
-
-StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(ImageKind kind,
-                                                             std::span<const uint8_t> image,
+// The PTX of an image: the text itself, a fatbin's PTX, or the PTX of a link's inputs, linked
+// by the engine. The cpu adapter has no GPU architecture: any PTX in a fatbin runs, the newest
+// preferred. A cubin (or a fatbin of SASS only) is machine code for one NVIDIA GPU.
+StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(const ModuleImage& image,
                                                              std::string* error_log,
                                                              std::string* info_log) {
-  if (kind == ImageKind::kLinked) return LoadLinked(image, error_log, info_log);
-  PVGPU_ASSIGN_OR_RETURN(std::string text, PtxOf(kind, image));
-  return ptx::LoadProgram(text, error_log, info_log);
+  constexpr int kAnyArchitecture = std::numeric_limits<int>::max();
+  switch (image.kind) {
+    case ImageKind::kLinked: {
+      PVGPU_ASSIGN_OR_RETURN(PtxLinkSources ptx, PtxOfLinkInputs(image.inputs, kAnyArchitecture));
+      return ptx::LoadLinkedProgram(ptx.sources, error_log, info_log);
+    }
+    case ImageKind::kFatbin: {
+      PVGPU_ASSIGN_OR_RETURN(std::string text, fatbin::ExtractPtx(image.bytes, kAnyArchitecture));
+      return ptx::LoadProgram(text, error_log, info_log);
+    }
+    case ImageKind::kPtx:
+      return ptx::LoadProgram(
+          {reinterpret_cast<const char*>(image.bytes.data()), image.bytes.size()}, error_log,
+          info_log);
+    case ImageKind::kCubin:
+      break;
+  }
+  return Error(Code::kNoBinaryForGpu,
+               "the cpu adapter runs PTX only; a cubin holds machine code for one NVIDIA GPU "
+               "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)");
 }
 
 class CpuContext final : public Context {
@@ -144,10 +137,9 @@ class CpuContext final : public Context {
     return Status::Ok();
   }
 
-  StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
-                                               std::string* error_log,
+  StatusOr<std::unique_ptr<Module>> LoadModule(const ModuleImage& image, std::string* error_log,
                                                std::string* info_log) override {
-    auto loaded = LoadPtxProgram(kind, image, error_log, info_log);
+    auto loaded = LoadPtxProgram(image, error_log, info_log);
     if (!loaded.ok()) {
       if (error_log != nullptr && error_log->empty()) *error_log = loaded.status().message();
       return loaded.status();

@@ -7,7 +7,6 @@
 #include "adapters/cuda/cuda_context.h"
 #include "adapters/link_inputs.h"
 #include "common/log.h"
-#include "protocol/link_image.h"
 #include "ptx/ptx.h"
 
 namespace pvgpu::adapters::cuda {
@@ -124,7 +123,7 @@ struct JitLogs {
 
 // Links `inputs` with the host driver's cuLink* calls; returns the cubin.
 StatusOr<std::vector<uint8_t>> LinkWithDriver(const Driver& driver,
-                                              const std::vector<protocol::LinkInput>& inputs,
+                                              std::span<const protocol::LinkInput> inputs,
                                               std::string* error_log, std::string* info_log) {
   const DriverApi& api = driver.api();
   if (api.cuLinkCreate == nullptr || api.cuLinkAddData == nullptr ||
@@ -165,20 +164,19 @@ CUfunction ModuleFunction(const Module& module, uint32_t index) {
 }
 
 StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compute_capability,
-                                                 ImageKind kind, std::span<const uint8_t> image,
-                                                 std::string* error_log, std::string* info_log) {
+                                                 const ModuleImage& image, std::string* error_log,
+                                                 std::string* info_log) {
   const Driver& driver = context.driver();
   const DriverApi& api = driver.api();
+  const ImageKind kind = image.kind;
   // The driver reads PTX up to a NUL and binary images from their headers; an 8-byte aligned
-  // private copy serves both, whatever the guest's payload alignment was.
-  std::vector<uint64_t> copy(image.size() / 8 + 1, 0);
-  std::memcpy(copy.data(), image.data(), image.size());
-  std::vector<protocol::LinkInput> link_inputs;
+  // private copy, zero-terminated, serves both, whatever the guest's payload alignment was.
+  std::vector<uint64_t> copy(image.bytes.size() / 8 + 1, 0);
+  std::memcpy(copy.data(), image.bytes.data(), image.bytes.size());
   if (kind == ImageKind::kLinked) {
     // Linked by the host driver's own linker, for this GPU; the result loads as a cubin.
-    PVGPU_ASSIGN_OR_RETURN(link_inputs, protocol::DecodeLinkImage(image));
     PVGPU_ASSIGN_OR_RETURN(std::vector<uint8_t> cubin,
-                           LinkWithDriver(driver, link_inputs, error_log, info_log));
+                           LinkWithDriver(driver, image.inputs, error_log, info_log));
     copy.assign(cubin.size() / 8 + 1, 0);
     std::memcpy(copy.data(), cubin.data(), cubin.size());
   }
@@ -193,11 +191,11 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
 
   // PTX of the image, when it has any: the PTX itself, a fatbin's PTX for this GPU, or the PTX
   // of every input of a link image (when each has some); else the driver's description alone.
-  const std::string_view bytes(reinterpret_cast<const char*>(image.data()), image.size());
-  std::vector<protocol::LinkInput> inputs;
+  const std::string_view bytes(reinterpret_cast<const char*>(image.bytes.data()),
+                               image.bytes.size());
+  std::vector<protocol::LinkInput> inputs(image.inputs.begin(), image.inputs.end());
   if (kind == ImageKind::kPtx) inputs.push_back({protocol::LinkInputType::kPtx, "", bytes});
   if (kind == ImageKind::kFatbin) inputs.push_back({protocol::LinkInputType::kFatbin, "", bytes});
-  if (kind == ImageKind::kLinked) inputs = link_inputs;
   PtxLinkSources sources;
   if (!inputs.empty()) {
     if (auto got = PtxOfLinkInputs(inputs, compute_capability); got.ok()) {
