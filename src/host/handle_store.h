@@ -104,7 +104,6 @@ class HandleStore {
 
   const ObjectBudget& budget() const { return budget_; }
   size_t size() const { return objects_.size(); }
-  bool empty() const { return objects_.empty(); }
   auto begin() { return objects_.begin(); }
   auto end() { return objects_.end(); }
   auto begin() const { return objects_.begin(); }

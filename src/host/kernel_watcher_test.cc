@@ -49,7 +49,7 @@ class KernelWatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
     adapters::RegistryOptions options;
-    options.cpu_threads = 1;
+    options.cpu_threads = 1;  // enough for these kernels, and a fair share of a busy machine
     auto created = adapters::CreateAdapters("cpu:memory=64M", options);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     adapters_ = std::move(created).value();

@@ -200,10 +200,11 @@ class Session {
   // that later uses of the handle get the error, not a violation.
   template <typename T>
   Outcome RefuseCreation(ContextState& ctx, HandleStore<T>& store, uint64_t id, const char* kind);
-  // The checks of a copy between a pinned region and device memory: the region's range
-  // (a violation), then the device range (an error recorded in `ctx`).
-  Outcome CheckRegionCopy(ContextState& ctx, const Region& region, uint64_t offset, uint64_t size,
-                          uint64_t device_address);
+  // A copy between [offset, offset + size) of a pinned region and device memory at
+  // `device_address`: both ranges checked (the region's a violation, the device's an error
+  // recorded in `ctx`), then `copy` given the region's bytes.
+  Outcome CopyWithRegion(ContextState& ctx, const Region& region, uint64_t offset, uint64_t size,
+                         uint64_t device_address, FunctionRef<Status(std::span<uint8_t>)> copy);
   // Whether `size` more bytes fit in the session's memory quota (true without one).
   bool WithinQuota(uint64_t size) const;
   // Tells the fault accounting how many asynchronous contexts there are (after one came or

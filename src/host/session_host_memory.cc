@@ -81,8 +81,9 @@ Outcome Session::Execute(const HostRegionMapRequest& request, Span, ContextState
   return Code::kOk;
 }
 
-Outcome Session::CheckRegionCopy(ContextState& ctx, const Region& region, uint64_t offset,
-                                 uint64_t size, uint64_t device_address) {
+Outcome Session::CopyWithRegion(ContextState& ctx, const Region& region, uint64_t offset,
+                                uint64_t size, uint64_t device_address,
+                                FunctionRef<Status(std::span<uint8_t>)> copy) {
   if (!region.Holds(offset, size)) {
     return Violation("range [" + std::to_string(offset) + ", +" + std::to_string(size) +
                      ") outside a host region of " + std::to_string(region.size()) + " bytes");
@@ -91,27 +92,24 @@ Outcome Session::CheckRegionCopy(ContextState& ctx, const Region& region, uint64
     RecordFault(ctx, Error(Code::kInvalidValue, "region copy outside allocations"), "copy");
     return Code::kInvalidValue;
   }
-  return Code::kOk;
+  // The guest may write the region concurrently (that is its race to avoid, as with DMA from
+  // pinned memory on a GPU); the copy reads it once and never trusts it.
+  Status status = copy({region.data() + offset, size});
+  if (!status.ok()) RecordFault(ctx, status, "copy");
+  return status.code();
 }
 
 Outcome Session::Execute(const MemcpyHtoDRegionRequest& request, Span, ContextState& ctx, Stream*,
                          Region& region) {
-  Outcome checked = CheckRegionCopy(ctx, region, request.offset, request.size, request.dst);
-  if (checked.violation() || checked.code() != Code::kOk) return checked;
-  // The guest may write the region concurrently (that is its race to avoid, as with DMA from
-  // pinned memory on a GPU); the copy reads it once and never trusts it.
-  Status status = ctx.impl->Write(request.dst, {region.data() + request.offset, request.size});
-  if (!status.ok()) RecordFault(ctx, status, "copy");
-  return status.code();
+  return CopyWithRegion(
+      ctx, region, request.offset, request.size, request.dst,
+      [&](std::span<uint8_t> host) { return ctx.impl->Write(request.dst, host); });
 }
 
 Outcome Session::Execute(const MemcpyDtoHRegionRequest& request, Span, ContextState& ctx, Stream*,
                          Region& region) {
-  Outcome checked = CheckRegionCopy(ctx, region, request.offset, request.size, request.src);
-  if (checked.violation() || checked.code() != Code::kOk) return checked;
-  Status status = ctx.impl->Read(request.src, {region.data() + request.offset, request.size});
-  if (!status.ok()) RecordFault(ctx, status, "copy");
-  return status.code();
+  return CopyWithRegion(ctx, region, request.offset, request.size, request.src,
+                        [&](std::span<uint8_t> host) { return ctx.impl->Read(request.src, host); });
 }
 
 }  // namespace pvgpu::host

@@ -203,6 +203,20 @@ def emit_invoke(out, msg, scopes):
     out.append("")
 
 
+def emit_op_switch(out, messages, signature, case, otherwise):
+    """A function that switches on `op`: `case(message)` gives each case's body."""
+    out.append(signature + " {")
+    out.append("  switch (static_cast<Op>(op)) {")
+    for m in messages:
+        out.append(f"    case Op::k{m['name']}: {{")
+        out.extend(case(m))
+        out.append("    }")
+    out.append("  }")
+    out.append(f"  return {otherwise};")
+    out.append("}")
+    out.append("")
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
@@ -308,45 +322,36 @@ def main():
     out.append("// Copies the fixed request out of `body` (hostile bytes), checks its size and direction,")
     out.append("// and invokes the handler on it (Invoke above). Guest-to-host ops only.")
     out.append("template <typename Handler>")
-    out.append("DecodeError Dispatch(Handler& handler, uint32_t op, std::span<const uint8_t> body,")
-    out.append("                     typename Handler::Result* result) {")
-    out.append("  switch (static_cast<Op>(op)) {")
-    for m in messages:
-        name = m["name"]
-        out.append(f"    case Op::k{name}: {{")
+
+    def dispatch_case(m):
         if m["kind"] == "host":
-            out.append("      return DecodeError::kWrongDirection;")
-        else:
-            cond = "body.size() < sizeof(Req)" if "payload" in m else "body.size() != sizeof(Req)"
-            out.append(f"      using Req = {name}Request;")
-            out.append(f"      if ({cond}) return DecodeError::kBadSize;")
-            out.append("      Req request;")
-            out.append("      std::memcpy(&request, body.data(), sizeof(Req));")
-            out.append("      *result = Invoke(handler, request, body.subspan(sizeof(Req)));")
-            out.append("      return DecodeError::kNone;")
-        out.append("    }")
-    out.append("  }")
-    out.append("  return DecodeError::kUnknownOp;")
-    out.append("}")
-    out.append("")
+            return ["      return DecodeError::kWrongDirection;"]
+        cond = "body.size() < sizeof(Req)" if "payload" in m else "body.size() != sizeof(Req)"
+        return [f"      using Req = {m['name']}Request;",
+                f"      if ({cond}) return DecodeError::kBadSize;",
+                "      Req request;",
+                "      std::memcpy(&request, body.data(), sizeof(Req));",
+                "      *result = Invoke(handler, request, body.subspan(sizeof(Req)));",
+                "      return DecodeError::kNone;"]
+
+    emit_op_switch(out, messages,
+                   "DecodeError Dispatch(Handler& handler, uint32_t op, std::span<const uint8_t> body,\n"
+                   "                     typename Handler::Result* result)",
+                   dispatch_case, "DecodeError::kUnknownOp")
     out.append("// Formats a guest-to-host request for trace logs.")
-    out.append("inline bool TraceRequest(std::ostream& os, uint32_t op, std::span<const uint8_t> body) {")
-    out.append("  switch (static_cast<Op>(op)) {")
-    for m in messages:
-        name = m["name"]
-        out.append(f"    case Op::k{name}: {{")
-        out.append(f"      {name}Request request;")
-        out.append(f"      if (body.size() < sizeof(request)) return false;")
-        out.append(f"      std::memcpy(&request, body.data(), sizeof(request));")
-        out.append(f'      os << "{name}(";')
-        out.append("      TraceFields(os, request);")
-        out.append('      os << ")";')
-        out.append("      return true;")
-        out.append("    }")
-    out.append("  }")
-    out.append("  return false;")
-    out.append("}")
-    out.append("")
+
+    def trace_case(m):
+        return [f"      {m['name']}Request request;",
+                "      if (body.size() < sizeof(request)) return false;",
+                "      std::memcpy(&request, body.data(), sizeof(request));",
+                f'      os << "{m["name"]}(";',
+                "      TraceFields(os, request);",
+                '      os << ")";',
+                "      return true;"]
+
+    emit_op_switch(out, messages,
+                   "inline bool TraceRequest(std::ostream& os, uint32_t op, std::span<const uint8_t> body)",
+                   trace_case, "false")
     out.append("}  // namespace pvgpu::protocol")
     out.append("")
 

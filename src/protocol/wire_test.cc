@@ -121,7 +121,7 @@ TEST(DispatchTest, ResolvesHandlesAndPassesThePayload) {
   EXPECT_EQ(DispatchOnce(create), Log{"StreamCreate ctx 4 new 1234"});
 }
 
-TEST(DispatchTest, RefusesUnknownForeignAndTakenHandlesBeforeTheHandler) {
+TEST(DispatchTest, RefusesBeforeTheHandlerAndAnswersFaults) {
   int result = 0;
   MemAllocRequest alloc;
   alloc.ctx = 42;
@@ -143,15 +143,10 @@ TEST(DispatchTest, RefusesUnknownForeignAndTakenHandlesBeforeTheHandler) {
   create.stream = 7;
   EXPECT_EQ(DispatchOnce(create, 0, &result), Log{"StreamCreate taken stream 7"});
   EXPECT_EQ(result, -2);
-}
-
-TEST(DispatchTest, AnswersWorkOnAPoisonedContextWithItsFault) {
-  int result = 0;
-  MemAllocRequest alloc;
+  // Work on a context a fault poisoned is answered with the fault; bookkeeping goes on.
   alloc.ctx = 9;
   EXPECT_EQ(DispatchOnce(alloc, 0, &result), Log{"MemAlloc answered IllegalAddress"});
   EXPECT_EQ(result, -3);
-  StreamCreateRequest create;  // not refused_on_fault: bookkeeping goes on
   create.ctx = 9;
   create.stream = 2000;
   EXPECT_EQ(DispatchOnce(create), Log{"StreamCreate ctx 9 new 2000"});
