@@ -67,7 +67,8 @@ bool ExecTernary(const Inst& in, Warp& w, uint32_t m) {
 template <typename V, V... kValues, typename Make>
 ExecFn Instantiate(V value, std::integer_sequence<V, kValues...>, Make make) {
   ExecFn fn = nullptr;
-  ((value == kValues ? (fn = make.template operator()<kValues>(), true) : false) || ...);
+  // Stops at the first match (||).
+  (void)((value == kValues && (fn = make.template operator()<kValues>(), true)) || ...);
   return fn;
 }
 
