@@ -5,8 +5,8 @@
 namespace pvgpu::guest {
 namespace {
 
-Ref<CUctx_st>& RecordLocked(PrimaryContext& primary, const Device& device)
-    REQUIRES(DriverState::Get().primaries_mutex) {
+Ref<CUctx_st>& RecordLocked(DriverState& state, PrimaryContext& primary, const Device& device)
+    REQUIRES(state.primaries_mutex) {
   if (primary.record == nullptr)
     primary.record = NewContext(device, primary.flags, /*primary=*/true);
   return primary.record;
@@ -17,7 +17,7 @@ Ref<CUctx_st>& RecordLocked(PrimaryContext& primary, const Device& device)
 CUctx_st* PrimaryContextRecord(CUdevice device) {
   DriverState& state = DriverState::Get();
   MutexLock lock(&state.primaries_mutex);
-  return RecordLocked(state.primaries[device], *state.device(device)).get();
+  return RecordLocked(state, state.primaries[device], *state.device(device)).get();
 }
 
 bool IsPrimaryContextRecord(const CUctx_st* ctx) {
@@ -39,7 +39,7 @@ Code DevicePrimaryCtxRetain(CUcontext* pctx, const Device& dev) {
   if (primary.refcount == 0) {
     // Created on the host under the lock, so that two threads retaining at once create one;
     // always under the device's one record (its handle), as the CUDA runtime needs.
-    Ref<CUctx_st>& ctx = RecordLocked(primary, dev);
+    Ref<CUctx_st>& ctx = RecordLocked(state, primary, dev);
     ctx->flags = primary.flags;
     if (Code code = CreateOnHost(ctx.get()); code != Code::kOk) return code;
     primary.ctx = objects().contexts.Add(ctx);
