@@ -234,6 +234,31 @@ static void TestKernelOptInSurvivesReset(CUdevice device, const char* ptx) {
   CHECK(cuCtxSetCurrent(NULL));
 }
 
+/* A module's functions, counted and listed (the cuda adapter asks for them). basics.cu has five
+ * kernels, one of them `function`. */
+static void TestEnumerateFunctions(CUmodule module, CUfunction function) {
+  unsigned int count = 0;
+  CHECK(cuModuleGetFunctionCount(&count, module));
+  EXPECT_TRUE(count == 5);
+  CUfunction listed[8] = {NULL};
+  CHECK(cuModuleEnumerateFunctions(listed, 8, module));
+  int found = 0;
+  for (unsigned int i = 0; i < count; ++i) {
+    const char* name = NULL;
+    CHECK(cuFuncGetName(&name, listed[i]));
+    CUfunction by_name = NULL;
+    CHECK(cuModuleGetFunction(&by_name, module, name));
+    EXPECT_TRUE(by_name == listed[i]);
+    found += listed[i] == function;
+  }
+  EXPECT_TRUE(found == 1 && listed[count] == NULL);
+  CUfunction two[3] = {NULL, NULL, NULL};
+  CHECK(cuModuleEnumerateFunctions(two, 2, module)); /* at most as many as asked for */
+  EXPECT_TRUE(two[0] == listed[0] && two[1] == listed[1] && two[2] == NULL);
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuModuleGetFunctionCount(NULL, module));
+  EXPECT_RESULT(CUDA_ERROR_INVALID_HANDLE, cuModuleGetFunctionCount(&count, (CUmodule)&count));
+}
+
 int main(void) {
   CHECK(cuInit(0));
   CUdevice device;
@@ -250,6 +275,7 @@ int main(void) {
   CUmodule module;
   CHECK(cuLibraryGetModule(&module, library));
 
+  TestEnumerateFunctions(module, function);
   ExpectSameAttributes(function, kernel, device);
   TestClusterAttributes(function, kernel, device);
   TestKernelAsFunction(kernel, function, module);

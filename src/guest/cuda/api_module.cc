@@ -107,9 +107,13 @@ Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* log
   }
   if (code == Code::kNoBinaryForGpu) {
     // Machine code for one NVIDIA GPU on a device that runs PTX: say which image, and why.
-    mod->description.error_log =
-        DescribeImage(ImageKindName(kind), origin) + ": " + mod->description.error_log;
-    WarnNoBinaryForGpu(mod->description.error_log, kind);
+    // The JIT log names the image's library or file too, when known (a pvgpud whose cuda
+    // adapter runs on pvgpu's libcuda loads a copy from its heap, which names nothing).
+    bool named = false;
+    const std::string image_text =
+        DescribeImage(ImageKindName(kind), origin, &named) + ": " + mod->description.error_log;
+    if (named) mod->description.error_log = image_text;
+    WarnNoBinaryForGpu(image_text, kind);
   } else if (code != Code::kOk && !mod->description.error_log.empty()) {
     PVGPU_INFO("module load failed: " << mod->description.error_log);
   }
@@ -233,6 +237,18 @@ Code ModuleGetFunction(CUfunction* hfunc, CUmod_st* hmod, const char* name) {
     }
   }
   return Code::kNotFound;
+}
+
+Code ModuleGetFunctionCount(unsigned int* count, CUmod_st* mod) {
+  *count = static_cast<unsigned int>(mod->functions.size());
+  return Code::kOk;
+}
+
+// The first `numFunctions` functions, in the module's order (that of its description).
+Code ModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions, CUmod_st* mod) {
+  const size_t n = std::min<size_t>(numFunctions, mod->functions.size());
+  for (size_t i = 0; i < n; ++i) functions[i] = &mod->functions[i];
+  return Code::kOk;
 }
 
 Code ModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmod_st* hmod, const char* name) {

@@ -181,8 +181,8 @@ const RefusedTable kRefusedTables[] = {
     {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
       0xf2},
      false,
-     "cuFFT's private table, which pvgpu does not have: cuFFT is not supported by pvgpu (its "
-     "plans fail with CUFFT_INTERNAL_ERROR)"},
+     "cuFFT's private table (libcufft's), which pvgpu does not have: cuFFT is not supported "
+     "by pvgpu (its plans fail with CUFFT_INTERNAL_ERROR)"},
 };
 
 // Logs each refused UUID once: a library that asks in a loop needs only one line.

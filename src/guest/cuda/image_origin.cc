@@ -26,9 +26,10 @@ const char* ImageKindName(protocol::ImageKind kind) {
   return "module image";
 }
 
-std::string DescribeImage(const char* kind, const ImageOrigin& origin) {
+std::string DescribeImage(const char* kind, const ImageOrigin& origin, bool* named) {
   std::ostringstream out;
   out << "the " << kind;
+  if (named != nullptr) *named = true;
   if (!origin.file.empty()) {
     out << " in file " << origin.file;
     return out.str();
@@ -38,6 +39,8 @@ std::string DescribeImage(const char* kind, const ImageOrigin& origin) {
   if (origin.address != nullptr && dladdr(origin.address, &info) != 0 &&
       info.dli_fname != nullptr && info.dli_fname[0] != '\0') {
     out << " in " << info.dli_fname;
+  } else if (named != nullptr) {
+    *named = false;  // heap memory, say: a copy the application made
   }
   return out.str();
 }
@@ -52,11 +55,11 @@ void WarnNoBinaryForGpu(const std::string& message, protocol::ImageKind kind) {
     if (!seen->insert(message).second) return;
   }
   if (kind == protocol::ImageKind::kFatbin) {
-    PVGPU_WARN("module load failed: " << message << " -- the device needs PTX");
+    PVGPU_WARN("module load failed: " << message << " -- the device runs PTX only");
   } else {
     PVGPU_WARN("module load failed: "
                << message
-               << " -- the device needs PTX; note that numba-cuda and cuda.core link with "
+               << " -- the device runs PTX only; note that numba-cuda and cuda.core link with "
                   "nvJitLink whenever they can load it, and nvJitLink emits machine code: "
                   "see pvgpu's docs/python-clients.md");
   }

@@ -43,8 +43,10 @@ struct ImageOrigin {
 };
 
 // "the fat binary at 0x7f... in /usr/lib/libfoo.so", "the cubin in file k.cubin": how the
-// errors name an image of `kind` ("fat binary", "cubin", ...) from `origin`.
-std::string DescribeImage(const char* kind, const ImageOrigin& origin);
+// errors name an image of `kind` ("fat binary", "cubin", ...) from `origin`. `named`, when
+// given, says whether that names a file or library (else only an address, which tells the
+// application nothing it does not know: the JIT log is then left as the device wrote it).
+std::string DescribeImage(const char* kind, const ImageOrigin& origin, bool* named = nullptr);
 
 // The words the errors use for an image of `kind`: "fat binary", "cubin", ...
 const char* ImageKindName(protocol::ImageKind kind);
