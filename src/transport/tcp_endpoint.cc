@@ -383,9 +383,14 @@ void StreamEndpoint::Run() {
     pollfd fds[2] = {{events ? stream_->fd() : -1, events, 0}, {wake_fd_.get(), POLLIN, 0}};
     const int ready = ::poll(fds, 2, static_cast<int>(std::clamp<int64_t>(wait, 0, 60000)));
     if (ready > 0 && (fds[1].revents & POLLIN)) {
-      wake_pending_.store(false);
+      // Drain first, then re-arm: a Wake() landing between the two finds wake_pending_ still
+      // set and skips its write, which is harmless, since the loop re-reads all state next.
+      // The other order lost that Wake's write to this read and left wake_pending_ set with an
+      // empty eventfd, so every later Wake() was skipped and queued output waited for the
+      // next socket event or heartbeat.
       uint64_t count;
       (void)!::read(wake_fd_.get(), &count, sizeof(count));
+      wake_pending_.store(false);
     }
   }
   // Whatever ended the loop, every waiter learns it now.
