@@ -45,7 +45,7 @@ StatusOr<uint32_t> GuestSetup(ByteStream& stream, const std::string& token,
                               const Deadline& deadline) {
   GuestRecord record{};
   std::memcpy(record.magic, kMagic, sizeof(kMagic));
-  record.version = kTransportVersion;
+  record.version = kRemoteTransportVersion;
   record.token_length = static_cast<uint32_t>(token.size());
   std::vector<uint8_t> bytes(sizeof(record) + token.size());
   std::memcpy(bytes.data(), &record, sizeof(record));
@@ -95,10 +95,10 @@ Status HostSetup(ByteStream& stream, const std::string& expected_token, uint32_t
     return refuse(SetupResult::kBadRecord, Code::kInvalidValue,
                   "not a pvgpu set-up record (a TLS guest on a tcp:// listener?)");
   }
-  if (record.version != kTransportVersion) {
+  if (record.version != kRemoteTransportVersion) {
     return refuse(SetupResult::kVersionMismatch, Code::kNotSupported,
                   "transport version " + std::to_string(record.version) + ", expected " +
-                      std::to_string(kTransportVersion));
+                      std::to_string(kRemoteTransportVersion));
   }
   if (record.token_length > kMaxTokenBytes) {
     return refuse(SetupResult::kBadRecord, Code::kInvalidValue, "token longer than allowed");

@@ -15,6 +15,10 @@
 
 namespace pvgpu::transport::internal {
 
+// The remote channel's own transport version (the local channel's is kTransportVersion):
+// 2 added the kFenceWanted frame (stream_frames.h).
+inline constexpr uint32_t kRemoteTransportVersion = 2;
+
 inline constexpr size_t kMaxTokenBytes = 1024;
 inline constexpr size_t kMinTokenBytes = 16;
 

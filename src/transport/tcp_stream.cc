@@ -2,10 +2,12 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 namespace pvgpu::transport::internal {
 namespace {
@@ -35,6 +37,27 @@ class PlainStream final : public ByteStream {
     }
   }
 
+  IoResult Writev(std::span<const std::span<const uint8_t>> pieces) override {
+    iovec vectors[64];
+    size_t count = 0;
+    for (const auto& piece : pieces) {
+      if (count == std::size(vectors)) break;
+      if (piece.empty()) continue;
+      vectors[count++] = {const_cast<uint8_t*>(piece.data()), piece.size()};
+    }
+    msghdr message{};
+    message.msg_iov = vectors;
+    message.msg_iovlen = count;
+    for (;;) {
+      const ssize_t n = ::sendmsg(fd_.get(), &message, MSG_NOSIGNAL);
+      if (n > 0) return {IoResult::kDone, static_cast<size_t>(n), {}};
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return {IoResult::kWantWrite, 0, {}};
+      return {IoResult::kError, 0, n == 0 ? "short write" : std::strerror(errno)};
+    }
+  }
+
+  bool duplex() const override { return true; }
   void ShutdownWrite() override { ::shutdown(fd_.get(), SHUT_WR); }
   int fd() const override { return fd_.get(); }
 
@@ -43,6 +66,13 @@ class PlainStream final : public ByteStream {
 };
 
 }  // namespace
+
+IoResult ByteStream::Writev(std::span<const std::span<const uint8_t>> pieces) {
+  for (const auto& piece : pieces) {
+    if (!piece.empty()) return Write(piece.data(), piece.size());
+  }
+  return {IoResult::kError, 0, "nothing to write"};
+}
 
 std::unique_ptr<ByteStream> MakePlainStream(UniqueFd fd) {
   return std::make_unique<PlainStream>(std::move(fd));

@@ -26,6 +26,12 @@ class ByteStream {
   virtual ~ByteStream() = default;
   virtual IoResult Read(uint8_t* data, size_t size) = 0;
   virtual IoResult Write(const uint8_t* data, size_t size) = 0;
+  // Writes from `pieces` in order, as much as the stream takes now, with one system call where
+  // the stream can (plain TCP). This default writes from the first non-empty piece only.
+  virtual IoResult Writev(std::span<const std::span<const uint8_t>> pieces);
+  // Whether a Read on one thread and a Write on another may run at the same time (plain TCP);
+  // a TLS stream's one SSL object allows only one call at a time.
+  virtual bool duplex() const { return false; }
   // Says goodbye at the stream level (TLS close_notify; FIN) after the last write.
   virtual void ShutdownWrite() = 0;
   virtual int fd() const = 0;
