@@ -312,8 +312,22 @@ uint64_t StreamEndpoint::ReadFence() const {
 void StreamEndpoint::PollForQuery() {
   Lock lock(mu_);
   const Clock::time_point now = Clock::now();
-  if (reader_ || broken_ || closed_ || now - last_query_ < kQueryReadGap) return;
+  if (broken_ || closed_ || now - last_query_ < kQueryReadGap) return;
   last_query_ = now;
+  // Ask for the host's next progress, unless already asked: a query loop then sees each step
+  // about a round trip after the host made it, not when other output happens to carry it.
+  const uint64_t fence = fence_.load(std::memory_order_acquire);
+  if (want_sent_ <= fence) {
+    pending_.AppendValueFrame(kFenceWanted, fence + 1);
+    want_sent_ = fence + 1;
+    if (TakeWriteRoleLocked()) {
+      lock.unlock();
+      const Io wrote = Flush(/*release=*/true);
+      lock.lock();
+      if (wrote == Io::kWantRead || wrote == Io::kWantWrite) HandWriteRoleToIoLocked();
+    }
+  }
+  if (reader_) return;  // whoever reads hands the fence out
   reader_ = true;
   reader_is_io_ = false;
   lock.unlock();
@@ -327,10 +341,10 @@ Status StreamEndpoint::WaitFence(uint64_t value, int timeout_ms) {
   const Deadline deadline(timeout_ms);
   Lock lock(mu_);
   if (fence_.load(std::memory_order_acquire) >= value) return Status::Ok();
-  if (value > want_sent_ && !closed_ && !broken_) {
+  if (!closed_ && !broken_) {
     // Ask the host to send the fence as soon as it gets there (WaitFor flushes this).
     pending_.AppendValueFrame(kFenceWanted, value);
-    want_sent_ = value;
+    want_sent_ = std::max(want_sent_, value);
   }
   return WaitFor(lock, deadline, [&] { return fence_.load(std::memory_order_acquire) >= value; });
 }

@@ -25,6 +25,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -146,7 +147,7 @@ class StreamEndpoint final : public Endpoint {
   bool io_started_ = false;        // the I/O thread began on what it was handed
   uint64_t fence_published_ = 0;   // host: the last PublishFence
   uint64_t fence_sent_ = 0;        // host: the value of the last fence frame queued
-  uint64_t peer_wants_ = 0;        // host: the fence a waiting guest asked for
+  std::set<uint64_t> peer_wants_;  // host: fence values waiting guests asked for, unsent
   uint64_t want_sent_ = 0;         // guest: the largest kFenceWanted queued
   Clock::time_point last_send_{};  // the previous Send (bursts are queued, not written)
   int sends_since_wait_ = 0;       // Sends since a caller last waited (for an answer)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "transport/stream_endpoint.h"
 
@@ -17,6 +18,8 @@ using std::chrono::milliseconds;
 constexpr size_t kDirectReadMin = 64u << 10;
 // Reads per pass, so that a fast sender cannot keep a reader from its other duties.
 constexpr int kReadRounds = 64;
+// Fence values a host remembers a guest waiting for.
+constexpr size_t kMaxFenceWants = 256;
 
 void Ring(int eventfd) {
   const uint64_t one = 1;
@@ -51,13 +54,15 @@ void StreamEndpoint::ReleaseWriteRoleLocked() {
 }
 
 bool StreamEndpoint::FenceUrgentLocked() const {
-  return peer_wants_ > fence_sent_ && fence_published_ >= peer_wants_;
+  return !peer_wants_.empty() && fence_published_ >= *peer_wants_.begin();
 }
 
 void StreamEndpoint::AppendFenceLocked(ByteBuffer* out) {
   if (fence_published_ <= fence_sent_) return;
   out->AppendValueFrame(kFence, fence_published_);
   fence_sent_ = fence_published_;
+  // Every wait up to this value is answered.
+  peer_wants_.erase(peer_wants_.begin(), peer_wants_.upper_bound(fence_sent_));
 }
 
 void StreamEndpoint::ReleaseReadRoleLocked() {
@@ -280,7 +285,13 @@ void StreamEndpoint::Deliver(FrameDecoder::Output& out) {
   }
   if (out.goodbye) peer_said_goodbye_ = true;
   // Whoever read this sends the fence, if it is due now (see EnsureWriterLocked's callers).
-  peer_wants_ = std::max(peer_wants_, out.fence_wanted);
+  // A guest that asks for more values than it can be waiting for (one per thread, in
+  // reason) is not served more: the largest are dropped, and those waits are answered by
+  // the next fence that other output carries.
+  for (uint64_t wanted : out.fences_wanted) {
+    if (wanted > fence_sent_) peer_wants_.insert(wanted);
+  }
+  while (peer_wants_.size() > kMaxFenceWants) peer_wants_.erase(std::prev(peer_wants_.end()));
   cv_.notify_all();
 }
 

@@ -106,8 +106,11 @@ void FrameDecoder::Complete(Output* out) {
     case kFenceWanted: {
       uint64_t value;
       std::memcpy(&value, body_.data(), sizeof(value));
-      uint64_t& slot = header_.type == kFence ? out->fence : out->fence_wanted;
-      slot = std::max(slot, value);
+      if (header_.type == kFence) {
+        out->fence = std::max(out->fence, value);
+      } else {
+        out->fences_wanted.push_back(value);
+      }
       break;
     }
     case kGoodbye:

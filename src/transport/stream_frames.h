@@ -9,6 +9,7 @@
 //   kGoodbye      empty: orderly close (the peer's logs then say "closed", not "lost")
 //   kFenceWanted  u64: the guest waits for the fence to reach this value; the host sends a
 //                 fence frame as soon as it does instead of waiting for other output to carry it
+//                 (guests ask for as many values as they have waits; hosts keep a bounded set)
 #pragma once
 
 #include <bit>
@@ -76,10 +77,12 @@ class FrameDecoder {
   struct Output {
     std::vector<std::vector<uint8_t>> messages;
     size_t message_bytes = 0;
-    uint64_t fence = 0;         // the largest fence value seen, 0 if none
-    uint64_t fence_wanted = 0;  // the largest kFenceWanted value seen, 0 if none
+    uint64_t fence = 0;                   // the largest fence value seen, 0 if none
+    std::vector<uint64_t> fences_wanted;  // kFenceWanted values, in order
     bool goodbye = false;
-    bool any() const { return !messages.empty() || fence != 0 || fence_wanted != 0 || goodbye; }
+    bool any() const {
+      return !messages.empty() || fence != 0 || !fences_wanted.empty() || goodbye;
+    }
   };
 
   // Consumes `bytes`. kInvalidValue, naming the offending frame, when they break the framing

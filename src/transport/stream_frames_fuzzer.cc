@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Result pieces = Pieces(data + 1, size - 1, seed);
   // A failure ends decoding where it happens, so what came before must agree too.
   if (whole.failed != pieces.failed || whole.out.messages != pieces.out.messages ||
-      whole.out.fence != pieces.out.fence || whole.out.fence_wanted != pieces.out.fence_wanted ||
+      whole.out.fence != pieces.out.fence || whole.out.fences_wanted != pieces.out.fences_wanted ||
       whole.out.goodbye != pieces.out.goodbye) {
     std::abort();
   }

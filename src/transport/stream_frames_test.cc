@@ -43,7 +43,7 @@ void ExpectDecoded(const Stream& s, const FrameDecoder::Output& out) {
   ASSERT_EQ(out.messages.size(), s.messages.size());
   for (size_t i = 0; i < s.messages.size(); ++i) EXPECT_EQ(out.messages[i], s.messages[i]) << i;
   EXPECT_EQ(out.fence, 41u);
-  EXPECT_EQ(out.fence_wanted, 7u);
+  EXPECT_EQ(out.fences_wanted, std::vector<uint64_t>{7});
   EXPECT_TRUE(out.goodbye);
 }
 

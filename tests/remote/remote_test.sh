@@ -13,6 +13,11 @@
 #              fails with CUDA_ERROR_DEVICE_UNAVAILABLE within the bound; a new process works
 #              once the host is back.
 #   two_hosts  two daemons in PVGPU_HOST are two devices; both compute correctly.
+#   stress     tcp:// and tls:// on 127.0.0.1: four threads and streams of mixed copies,
+#              launches, event records and synchronizes, all checked (tests/remote/stress.c),
+#              each run within a deadline. No root needed.
+#   bench      `pvgpu bench bandwidth --quick` and `latency --quick` against a real pvgpud over
+#              tcp:// and tls://, each within a deadline, their JSON well formed. No root needed.
 #
 # The netns cases need root and `ip netns`; without them they exit 77 (ctest SKIP) and say why.
 # Namespaces, links and daemons get names unique to this run and are removed on every exit.
@@ -26,7 +31,9 @@ PVGPUD="$BUILD/bin/pvgpud"
 LIBDIR="$BUILD/lib/pvgpu"
 E2E="$BUILD/tests/e2e"
 REMOTE="$BUILD/tests/remote"
+PVGPU="$BUILD/bin/pvgpu"
 BOUND_S=15  # design bound 5 s of silence; asserted with margin
+DEADLINE_S=120  # for runs that must finish (a healthy one takes seconds): catches hangs only
 
 ID="$$$RANDOM"
 ID="${ID: -8}"
@@ -64,7 +71,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for tool in "$PVGPUD" "$E2E/saxpy_drv" "$REMOTE/long_run" "$REMOTE/two_devices"; do
+for tool in "$PVGPUD" "$PVGPU" "$E2E/saxpy_drv" "$REMOTE/long_run" "$REMOTE/two_devices" \
+  "$REMOTE/stress"; do
   [[ -x "$tool" ]] || fail "missing $tool (build first)"
 done
 command -v openssl >/dev/null || fail "the openssl command is needed (scripts/install-deps.sh)"
@@ -190,6 +198,30 @@ cut_and_check() {
   ((elapsed < BOUND_S)) || fail "the failure took ${elapsed} s (bound ${BOUND_S} s)"
 }
 
+# finish_within NAME HOST_LIST COMMAND...: runs COMMAND as a guest on this machine (stdout in
+# $WORK/NAME.out, stderr in NAME.err) and fails when it fails or outlives DEADLINE_S.
+finish_within() {
+  local name="$1" hosts="$2" start=$SECONDS rc
+  shift 2
+  timeout -k 5 "$DEADLINE_S" env PVGPU_HOST="$hosts" PVGPU_TLS_CA="$WORK/ca.pem" \
+    PVGPU_TOKEN_FILE="$WORK/token" LD_LIBRARY_PATH="$LIBDIR" "$@" >"$WORK/$name.out" \
+    2>"$WORK/$name.err"
+  rc=$?
+  local said
+  said="$(tail -n 5 "$WORK/$name.out" "$WORK/$name.err")"
+  ((rc == 124 || rc == 137)) && fail "$name did not finish within ${DEADLINE_S} s (a hang): $said"
+  ((rc == 0)) || fail "$name exited with $rc: $said"
+  echo "$name: done in $((SECONDS - start)) s"
+}
+
+# Both loopback schemes of one daemon, for the cases that run the same work over each.
+start_loopback_pair() {
+  start_daemon tls "" "tls://127.0.0.1:0"
+  start_daemon plain "" "tcp://127.0.0.1:0"
+  SCHEMES=("$(bound_address plain)" "$(bound_address tls)")
+  [[ -n "${SCHEMES[0]}" && -n "${SCHEMES[1]}" ]] || fail "no bound addresses in the logs"
+}
+
 make_pki
 case "$CASE" in
   loopback)
@@ -234,6 +266,24 @@ case "$CASE" in
       "$E2E/saxpy.ptx" 2 || fail "two hosts as two devices"
     grep -q "session .* started" "$WORK/a.log" || fail "host a served no session"
     grep -q "session .* started" "$WORK/b.log" || fail "host b served no session"
+    ;;
+  stress)
+    start_loopback_pair
+    for address in "${SCHEMES[@]}"; do
+      finish_within "stress-${address%%:*}" "$address" "$REMOTE/stress" "$E2E/saxpy.ptx" 4 300
+      cat "$WORK/stress-${address%%:*}.out"
+    done
+    ;;
+  bench)
+    start_loopback_pair
+    for address in "${SCHEMES[@]}"; do
+      for bench in bandwidth latency; do
+        name="bench-$bench-${address%%:*}"
+        finish_within "$name" "$address" "$PVGPU" bench "$bench" --quick --json --host "$address"
+        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["benchmark"] == sys.argv[2]' \
+          "$WORK/$name.out" "$bench" 2>/dev/null || fail "$name: not the JSON of bench $bench"
+      done
+    done
     ;;
   *)
     fail "unknown case $CASE"
