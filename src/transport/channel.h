@@ -243,10 +243,13 @@ Status VerifySealedMemfd(int fd, uint64_t min_bytes);
 // SendFd/ReceiveFd are kNotSupported. A peer silent for dead_after_ms (heartbeats every
 // heartbeat_ms) breaks the channel with kDeviceUnavailable.
 struct RemoteOptions {
-  std::string token;              // guest: presented; host: required of every guest (tls://)
-  std::string tls_ca_file;        // guest: CA certificates (PEM); empty: the system's store
-  std::string tls_cert_file;      // host: certificate chain (PEM)
-  std::string tls_key_file;       // host: private key (PEM)
+  std::string token;          // guest: presented; host: required of every guest (tls://)
+  std::string tls_ca_file;    // guest: CA certificates (PEM); empty: the system's store
+  std::string tls_cert_file;  // host: certificate chain (PEM)
+  std::string tls_key_file;   // host: private key (PEM)
+  // TLS 1.3 cipher suites in order of preference (OpenSSL's syntax); empty: AES-GCM first
+  // where the CPU accelerates it, else ChaCha20-Poly1305 first (tls_cipher.h).
+  std::string tls_ciphersuites;
   int connect_timeout_ms = 5000;  // TCP connect, TLS handshake and set-up record, each side
   int heartbeat_ms = 1000;
   int dead_after_ms = 5000;
@@ -259,7 +262,8 @@ bool IsRemoteAddress(const std::string& address);
 // Reads a token file (first line, trimmed; 16 to 1024 characters).
 StatusOr<std::string> ReadRemoteToken(const std::string& path);
 
-// The guest's options from PVGPU_TOKEN_FILE (else PVGPU_TOKEN) and PVGPU_TLS_CA.
+// The guest's options from PVGPU_TOKEN_FILE (else PVGPU_TOKEN), PVGPU_TLS_CA and
+// PVGPU_TLS_CIPHERSUITES.
 StatusOr<RemoteOptions> GuestRemoteOptionsFromEnvironment();
 
 // Guest side: connects, runs TLS (checking the host's certificate against the CA and the host

@@ -109,6 +109,8 @@ class StreamEndpoint final : public Endpoint {
   // Write role: writes out_, then whatever is queued, until nothing is left (kDone, releasing
   // the role when `release`) or the stream is full (kWantWrite/kWantRead, role kept).
   Io Flush(bool release);
+  // Write role: pushes out what the stream buffered (kDone, or where it waits).
+  Io FlushStream();
   // Write role: writes out_ and then `rest` entirely, waiting for the socket as needed.
   Status WriteBlocking(Parts rest);
   // Waits (in poll) until the stream may take more, reading meanwhile if no one else reads.
@@ -172,6 +174,7 @@ class StreamEndpoint final : public Endpoint {
   // with the same bytes, by whoever holds the role next).
   ByteBuffer out_;
   size_t out_done_ = 0;
+  bool unflushed_ = false;  // written to the stream, maybe still in its buffer
   // The read role's.
   FrameDecoder decoder_;
   ByteBuffer read_buffer_;

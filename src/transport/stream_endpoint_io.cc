@@ -43,7 +43,7 @@ void StreamEndpoint::HandWriteRoleToIoLocked() {
 }
 
 void StreamEndpoint::ReleaseWriteRoleLocked() {
-  if (OutputDueLocked() || out_done_ != out_.size()) {
+  if (OutputDueLocked() || out_done_ != out_.size() || unflushed_) {
     HandWriteRoleToIoLocked();
     return;
   }
@@ -104,18 +104,25 @@ void StreamEndpoint::Break(Code code, const std::string& reason) {
 StreamEndpoint::Io StreamEndpoint::Flush(bool release) {
   for (;;) {
     if (out_done_ == out_.size()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (broken_) return Io::kFailed;
-      out_.clear();
-      out_done_ = 0;
-      if (!pending_.empty()) {
-        out_.Swap(pending_);
-        cv_.notify_all();  // Sends waiting for room
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (broken_) return Io::kFailed;
+        out_.clear();
+        out_done_ = 0;
+        if (!pending_.empty()) {
+          out_.Swap(pending_);
+          cv_.notify_all();  // Sends waiting for room
+        }
+        AppendFenceLocked(&out_);
+        if (out_.empty() && !unflushed_) {
+          if (release) ReleaseWriteRoleLocked();
+          return Io::kDone;
+        }
       }
-      AppendFenceLocked(&out_);
-      if (out_.empty()) {
-        if (release) ReleaseWriteRoleLocked();
-        return Io::kDone;
+      if (out_.empty()) {  // all written: push out what the stream buffered, then look again
+        const Io flushed = FlushStream();
+        if (flushed != Io::kDone) return flushed;
+        continue;
       }
     }
     IoResult r;
@@ -126,6 +133,7 @@ StreamEndpoint::Io StreamEndpoint::Flush(bool release) {
     switch (r.kind) {
       case IoResult::kDone:
         out_done_ += r.bytes;
+        unflushed_ = true;
         Touch(last_tx_);
         break;
       case IoResult::kWantRead:
@@ -137,6 +145,26 @@ StreamEndpoint::Io StreamEndpoint::Flush(bool release) {
               "connection lost while sending: " + (r.kind == IoResult::kEof ? "closed" : r.error));
         return Io::kFailed;
     }
+  }
+}
+
+StreamEndpoint::Io StreamEndpoint::FlushStream() {
+  IoResult r;
+  {
+    std::lock_guard<std::mutex> io(write_mutex());
+    r = stream_->Flush();
+  }
+  switch (r.kind) {
+    case IoResult::kDone:
+      unflushed_ = false;
+      return Io::kDone;
+    case IoResult::kWantRead:
+      return Io::kWantRead;
+    case IoResult::kWantWrite:
+      return Io::kWantWrite;
+    default:
+      Break(Code::kDeviceUnavailable, "connection lost while sending: " + r.error);
+      return Io::kFailed;
   }
 }
 
@@ -152,7 +180,18 @@ Status StreamEndpoint::WriteBlocking(Parts rest) {
       const auto piece = i == part ? rest[i].subspan(offset) : rest[i];
       if (!piece.empty()) pieces.push_back(piece);
     }
-    if (pieces.empty()) return Status::Ok();
+    if (pieces.empty()) {
+      const Io flushed = FlushStream();
+      if (flushed == Io::kDone) return Status::Ok();
+      if (flushed == Io::kFailed) {
+        std::lock_guard<std::mutex> lock(mu_);
+        return Error(broken_code_, broken_reason_);
+      }
+      WaitWritable(flushed);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (broken_) return Error(broken_code_, broken_reason_);
+      continue;
+    }
     IoResult r;
     {
       std::lock_guard<std::mutex> io(write_mutex());
@@ -160,6 +199,7 @@ Status StreamEndpoint::WriteBlocking(Parts rest) {
     }
     if (r.kind == IoResult::kDone) {
       Touch(last_tx_);
+      unflushed_ = true;
       size_t moved = r.bytes;
       const size_t from_out = std::min(moved, out_.size() - out_done_);
       out_done_ += from_out;

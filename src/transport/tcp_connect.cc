@@ -31,6 +31,9 @@ StatusOr<RemoteOptions> GuestRemoteOptionsFromEnvironment() {
     PVGPU_TRY(internal::CheckToken(options.token, "PVGPU_TOKEN"));
   }
   if (const char* ca = std::getenv("PVGPU_TLS_CA"); ca != nullptr) options.tls_ca_file = ca;
+  if (const char* suites = std::getenv("PVGPU_TLS_CIPHERSUITES"); suites != nullptr) {
+    options.tls_ciphersuites = suites;
+  }
   return options;
 }
 
@@ -44,7 +47,8 @@ StatusOr<std::unique_ptr<Endpoint>> ConnectRemote(const std::string& address,
   // Load the trust anchors before touching the network, so a bad PVGPU_TLS_CA says so.
   std::shared_ptr<internal::TlsContext> tls;
   if (remote.tls) {
-    PVGPU_ASSIGN_OR_RETURN(tls, internal::TlsContext::ForClient(options.tls_ca_file));
+    PVGPU_ASSIGN_OR_RETURN(
+        tls, internal::TlsContext::ForClient(options.tls_ca_file, options.tls_ciphersuites));
   }
   const Deadline deadline(options.connect_timeout_ms);
   PVGPU_ASSIGN_OR_RETURN(auto addresses, internal::Resolve(remote, false));
@@ -79,6 +83,9 @@ StatusOr<std::unique_ptr<Endpoint>> ConnectRemote(const std::string& address,
   endpoint.heartbeat_ms = options.heartbeat_ms;
   endpoint.dead_after_ms = options.dead_after_ms;
   endpoint.description = remote.ToString();
+  if (const std::string security = stream->Security(); !security.empty()) {
+    endpoint.description += " (" + security + ")";
+  }
   PVGPU_DEBUG("connected to " << remote.ToString() << " (" << peer << ")");
   return internal::MakeStreamEndpoint(std::move(stream), endpoint);
 }

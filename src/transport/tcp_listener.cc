@@ -133,6 +133,9 @@ void RemoteListener::State::SetUp(UniqueFd fd, std::string peer, Setup* self) {
   endpoint.heartbeat_ms = options.heartbeat_ms;
   endpoint.dead_after_ms = options.dead_after_ms;
   endpoint.description = bound + " from " + peer;
+  if (const std::string security = stream->Security(); !security.empty()) {
+    endpoint.description += " (" + security + ")";
+  }
   PVGPU_DEBUG("guest from " << peer << " passed set-up on " << bound);
   finish(internal::MakeStreamEndpoint(std::move(stream), endpoint));
 }
@@ -161,7 +164,8 @@ StatusOr<std::unique_ptr<RemoteListener>> RemoteListener::Listen(const std::stri
     }
     PVGPU_TRY(internal::CheckToken(options.token, "the token file"));
     PVGPU_ASSIGN_OR_RETURN(
-        state->tls, internal::TlsContext::ForServer(options.tls_cert_file, options.tls_key_file));
+        state->tls, internal::TlsContext::ForServer(options.tls_cert_file, options.tls_key_file,
+                                                    options.tls_ciphersuites));
   }
   const internal::SocketAddress& bind_address = addresses.front();
   state->socket = UniqueFd(::socket(bind_address.storage.ss_family,

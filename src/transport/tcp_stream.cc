@@ -118,10 +118,21 @@ Status TransferAll(ByteStream& stream, size_t size, const Deadline& deadline, Io
 }  // namespace
 
 Status WriteAll(ByteStream& stream, std::span<const uint8_t> bytes, const Deadline& deadline) {
-  return TransferAll(
+  PVGPU_TRY(TransferAll(
       stream, bytes.size(), deadline,
       [&](size_t offset, size_t count) { return stream.Write(bytes.data() + offset, count); },
-      "timed out sending the set-up record");
+      "timed out sending the set-up record"));
+  for (;;) {
+    const IoResult r = stream.Flush();
+    if (r.kind == IoResult::kDone) return Status::Ok();
+    if (r.kind != IoResult::kWantWrite && r.kind != IoResult::kWantRead) {
+      return Error(Code::kDeviceUnavailable,
+                   r.error.empty() ? "peer closed the connection" : r.error);
+    }
+    if (!PollFor(stream.fd(), r.kind, deadline)) {
+      return Error(Code::kNotReady, "timed out sending the set-up record");
+    }
+  }
 }
 
 Status ReadExact(ByteStream& stream, std::span<uint8_t> bytes, const Deadline& deadline) {

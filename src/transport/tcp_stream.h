@@ -32,8 +32,15 @@ class ByteStream {
   // Whether a Read on one thread and a Write on another may run at the same time (plain TCP);
   // a TLS stream's one SSL object allows only one call at a time.
   virtual bool duplex() const { return false; }
+  // Pushes out what writes left buffered (TLS gathers records into large socket writes):
+  // kDone when all is on the socket, kWantWrite when it is full. Writers call it when they
+  // stop writing.
+  virtual IoResult Flush() { return {IoResult::kDone, 0, {}}; }
   // Says goodbye at the stream level (TLS close_notify; FIN) after the last write.
   virtual void ShutdownWrite() = 0;
+  // What protects the bytes, for logs: "" for plain TCP, else the cipher suite and whether the
+  // kernel or this process runs it.
+  virtual std::string Security() const { return ""; }
   virtual int fd() const = 0;
 };
 
