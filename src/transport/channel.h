@@ -272,6 +272,35 @@ StatusOr<RemoteOptions> GuestRemoteOptionsFromEnvironment();
 StatusOr<std::unique_ptr<Endpoint>> ConnectRemote(const std::string& address,
                                                   const RemoteOptions& options);
 
+// The path to a remote host without pvgpu on it, for benchmarks to measure against: a
+// connection set up as a guest's is (TCP, TLS, token), on which the host then serves plain TCP
+// (tcp_probe.h): an 8-byte echo, a sink and a source. After set-up the bytes are not encrypted
+// (the host only echoes, discards or sends zeros, for at most two minutes), so the figures are
+// the raw socket's between the same two ends; for TLS's own cost see tls_cipher.h. Not over
+// kernel TLS (kNotSupported), where the kernel seals every byte.
+class RemotePathProbe {
+ public:
+  static StatusOr<std::unique_ptr<RemotePathProbe>> Connect(const std::string& address,
+                                                            const RemoteOptions& options);
+  ~RemotePathProbe();
+  // Mean microseconds of `count` 8-byte ping-pongs.
+  StatusOr<double> RoundTripMicros(int count);
+  // Bytes per second of `bytes` sent to the host (until it says all arrived) and from it.
+  StatusOr<double> SendBytesPerSecond(uint64_t bytes);
+  StatusOr<double> ReceiveBytesPerSecond(uint64_t bytes);
+  // The TLS cipher suite set-up used ("" for tcp://), as ByteStream::Security says it.
+  std::string security() const;
+  // One core's rate sealing 16 KiB records with TLS 1.3 suite `suite` (the part of
+  // security() before any comma), in bytes per second, measured in this process for about
+  // `seconds`: a TLS channel's other limit.
+  static StatusOr<double> CipherBytesPerSecond(const std::string& suite, double seconds);
+  struct State;
+
+ private:
+  explicit RemotePathProbe(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
 // Host side. Listen refuses tcp:// on a non-loopback address (kNotPermitted) and tls:// without
 // certificate, key and token (kInvalidValue). Connections are set up (TLS, token) on their own
 // threads, bounded by connect_timeout_ms; refused ones are logged with the reason and never

@@ -29,7 +29,7 @@ namespace pvgpu::transport::internal {
   X(SSL_get_error) X(SSL_get_verify_result) X(SSL_get0_param) X(SSL_set1_host)              \
   X(SSL_CTX_set_options) X(SSL_CTX_set_ciphersuites) X(SSL_CTX_set_default_read_buffer_len) \
   X(SSL_get_current_cipher) X(SSL_CIPHER_get_name) X(SSL_get_wbio) X(SSL_get_rbio)          \
-  X(SSL_set0_wbio)
+  X(SSL_set0_wbio) X(SSL_has_pending)
 
 #define PVGPU_LIBCRYPTO_FUNCTIONS(X)                                                        \
   X(ERR_get_error) X(ERR_error_string_n) X(ERR_clear_error) X(ERR_peek_error)              \

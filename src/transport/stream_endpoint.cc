@@ -118,27 +118,27 @@ Status StreamEndpoint::SendDirect(Lock& lock, Parts parts, size_t fill_bytes, co
     out_.clear();
     out_done_ = 0;
   }
-  lock.unlock();
-  // What was queued before goes first.
-  for (;;) {
-    const Io flushed = Flush(/*release=*/false);
-    if (flushed == Io::kDone) break;
-    if (flushed == Io::kFailed) {
-      lock.lock();
-      return UsableLocked();
+  // What was queued before, and a fence not sent yet, go first, in the same writes as this
+  // message (a fence frame written by itself would wake a guest waiting for this answer).
+  if (!pending_.empty()) {
+    if (out_.empty()) {
+      out_.Swap(pending_);
+    } else {
+      out_.Append(pending_.data(), pending_.size());
     }
-    WaitWritable(flushed);
+    pending_.clear();
+    cv_.notify_all();  // Sends waiting for room
   }
+  AppendFenceLocked(&out_);
+  const size_t mark = out_.size();
+  lock.unlock();
   // The frame: its header and small parts (or the filled bytes) in out_, large parts written
   // from where they are.
   size_t total = fill_bytes;
   for (const auto& part : parts) total += part.size();
-  out_.clear();
-  out_done_ = 0;
   const FrameHeader header{static_cast<uint32_t>(total), kMessage};
   out_.Append(&header, sizeof(header));
   std::vector<std::span<const uint8_t>> rest;
-  Status status = Status::Ok();
   for (const auto& part : parts) {
     if (rest.empty() && (part.size() < kBulkBytes || fill != nullptr)) {
       out_.Append(part.data(), part.size());
@@ -146,16 +146,23 @@ Status StreamEndpoint::SendDirect(Lock& lock, Parts parts, size_t fill_bytes, co
       rest.push_back(part);
     }
   }
+  Status status = Status::Ok();
   if (fill != nullptr && fill_bytes != 0) {
     const size_t at = out_.size();
     out_.Resize(at + fill_bytes);
     status = (*fill)({out_.data() + at, fill_bytes}, 0);
-    if (!status.ok()) out_.clear();  // nothing of this message was written yet
   }
-  if (status.ok()) status = WriteBlocking(rest);
+  if (!status.ok()) {
+    // Nothing of this message goes out; what was before it does, and the stream stays whole.
+    out_.Resize(mark);
+    const Io wrote = Flush(/*release=*/true);
+    lock.lock();
+    if (wrote == Io::kWantRead || wrote == Io::kWantWrite) HandWriteRoleToIoLocked();
+    return status;
+  }
+  status = WriteBlocking(rest);
   lock.lock();
   if (broken_) return UsableLocked();
-  // On a failed fill nothing of the message went out, and the stream is still whole.
   ReleaseWriteRoleLocked();
   last_send_ = Clock::now();
   ++sends_since_wait_;
@@ -165,6 +172,9 @@ Status StreamEndpoint::SendDirect(Lock& lock, Parts parts, size_t fill_bytes, co
 template <typename Ready>
 Status StreamEndpoint::WaitFor(Lock& lock, const Deadline& deadline, Ready ready) {
   ++waiters_;
+  // A caller that just sent waits for an answer that cannot be there yet: it sleeps in poll
+  // at once rather than first read the socket only to hear "would block".
+  bool poll_first = sends_since_wait_ > 0;
   sends_since_wait_ = 0;
   bool reading = false;            // this thread holds the read role
   bool writing = false;            // ... and the write role
@@ -210,7 +220,12 @@ Status StreamEndpoint::WaitFor(Lock& lock, const Deadline& deadline, Ready ready
     lock.unlock();
     const Io wrote = writing ? Flush(/*release=*/true) : Io::kDone;
     bool read_bytes = false;
-    const Io read = ReadPass(&read_bytes);
+    if (poll_first) {
+      std::lock_guard<std::mutex> io(read_mu_);
+      poll_first = !stream_->HasBufferedInput();
+    }
+    const Io read = poll_first ? Io::kDone : ReadPass(&read_bytes);
+    poll_first = false;
     lock.lock();
     if (wrote != Io::kWantRead && wrote != Io::kWantWrite) writing = false;
     if (read_bytes) idle_since = {};

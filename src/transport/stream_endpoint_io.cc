@@ -281,6 +281,10 @@ StreamEndpoint::Io StreamEndpoint::ReadPass(bool* read_bytes) {
       case IoResult::kDone: {
         Touch(last_rx_);
         if (read_bytes != nullptr) *read_bytes = true;
+        // A short read of a stream without its own input buffer emptied the socket: no need
+        // to ask again only to hear "would block".
+        const bool drained = !stream_->buffers_input() &&
+                             r.bytes < (direct.empty() ? read_buffer_.size() : direct.size());
         const Status decoded = direct.empty() ? decoder_.Feed({read_buffer_.data(), r.bytes}, &out)
                                               : decoder_.Filled(r.bytes, &out);
         if (!decoded.ok()) {
@@ -293,6 +297,7 @@ StreamEndpoint::Io StreamEndpoint::ReadPass(bool* read_bytes) {
           std::lock_guard<std::mutex> lock(mu_);
           if (incoming_bytes_ >= options_.receive_buffer_bytes) return Io::kFull;
         }
+        if (drained) return Io::kDone;
         break;
       }
       case IoResult::kWantRead:

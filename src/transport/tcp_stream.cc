@@ -58,6 +58,7 @@ class PlainStream final : public ByteStream {
   }
 
   bool duplex() const override { return true; }
+  bool buffers_input() const override { return false; }
   void ShutdownWrite() override { ::shutdown(fd_.get(), SHUT_WR); }
   int fd() const override { return fd_.get(); }
 

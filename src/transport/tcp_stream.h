@@ -41,6 +41,15 @@ class ByteStream {
   // What protects the bytes, for logs: "" for plain TCP, else the cipher suite and whether the
   // kernel or this process runs it.
   virtual std::string Security() const { return ""; }
+  // Whether bytes already taken off the socket wait inside the stream (TLS records read
+  // ahead): poll() does not see those, so a reader must not sleep on the socket while there
+  // are. A stream that never buffers input (plain TCP) also says that a short read emptied the
+  // socket: buffers_input() false.
+  virtual bool buffers_input() const { return true; }
+  virtual bool HasBufferedInput() const { return false; }
+  // Whether the kernel seals and opens the records (kernel TLS): the socket then carries
+  // nothing but TLS, and a probe cannot fall back to plain bytes on it.
+  virtual bool kernel_tls() const { return false; }
   virtual int fd() const = 0;
 };
 

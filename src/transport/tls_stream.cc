@@ -98,7 +98,8 @@ class TlsStream final : public ByteStream {
     if (kernel_send_) return out + ", kernel TLS for sending";
     return out;
   }
-  bool kernel_tls() const { return kernel_send_ || kernel_receive_; }
+  bool kernel_tls() const override { return kernel_send_ || kernel_receive_; }
+  bool HasBufferedInput() const override { return api_.SSL_has_pending(ssl_) != 0; }
 
  private:
   IoResult Failure(int rc) {

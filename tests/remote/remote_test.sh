@@ -275,13 +275,32 @@ case "$CASE" in
     done
     ;;
   bench)
+    help="$("$PVGPU" bench --help 2>&1)" || fail "pvgpu bench --help failed: $help"
+    grep -qi "issue" <<<"$help" && fail "pvgpu bench --help speaks of issues: $help"
     start_loopback_pair
     for address in "${SCHEMES[@]}"; do
       for bench in bandwidth latency; do
         name="bench-$bench-${address%%:*}"
         finish_within "$name" "$address" "$PVGPU" bench "$bench" --quick --json --host "$address"
-        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["benchmark"] == sys.argv[2]' \
-          "$WORK/$name.out" "$bench" 2>/dev/null || fail "$name: not the JSON of bench $bench"
+        # The path's limits were measured in the same run, and the targets judged.
+        python3 - "$WORK/$name.out" "$bench" <<'PY' || fail "$name: bad JSON: $(head -c 600 "$WORK/$name.out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == sys.argv[2]
+path = d["path"]
+if sys.argv[2] == "bandwidth":
+    assert path["raw_send_gbps"] > 0 and path["raw_receive_gbps"] > 0
+    assert path["htod_limit_gbps"] > 0 and path["dtoh_limit_gbps"] > 0
+    assert len(path["fractions"]) == len(d["sizes"])
+else:
+    assert path["raw_round_trip_us"] > 0
+    assert d["ratios"]["copy_dtoh_small_vs_raw_round_trip"] > 0
+if path["address"].startswith("tls://"):
+    assert path["cipher"].startswith("TLS_"), path
+    if sys.argv[2] == "bandwidth":
+        assert path["cipher_one_core_gbps"] > 0
+assert any("path" in t["name"] or "round trip" in t["name"] for t in d["targets"])
+PY
       done
     done
     ;;

@@ -22,13 +22,18 @@ namespace pvgpu::tools {
 namespace {
 
 constexpr char kDescription[] =
-    "Run one of issue #5's benchmarks. Each runs the same work through pvgpu's guest\n"
+    "Run one of pvgpu's benchmarks. Each runs the same work through pvgpu's guest\n"
     "libcuda.so.1 over the channel to a host (a private pvgpud on the cpu adapter unless\n"
     "--host or PVGPU_HOST names one) and on the cpu adapter called in this process (the\n"
-    "native baseline), in one run, and reports the ratios.\n\n"
+    "native baseline), in one run, and reports the ratios. With a remote host (--host\n"
+    "tcp://... or tls://...), bandwidth and latency also measure the path itself in the\n"
+    "same run (a plain TCP connection between the same two ends and, for TLS, the cipher\n"
+    "on one core) and give the channel's figures as fractions of those limits.\n\n"
     "  latency    empty-kernel launch (pipelined, and with synchronize), stream/event query,\n"
-    "             4-byte copies: in-process, channel, channel with PVGPU_PIPELINE=0\n"
-    "  bandwidth  HtoD and DtoH, pageable and pinned, 4 KiB to 256 MiB, next to memcpy\n"
+    "             4-byte copies: in-process, channel, channel with PVGPU_PIPELINE=0 (and the\n"
+    "             raw path's round trip, for a remote host)\n"
+    "  bandwidth  HtoD and DtoH, pageable and pinned, 4 KiB to 256 MiB, next to memcpy (and\n"
+    "             the raw path's throughput each way, for a remote host)\n"
     "  nbody      the CUDA samples' nbody -benchmark: all-pairs gravity, GFLOP/s at 20 flops\n"
     "             per interaction, next to plain C++ on one core and on all cores\n"
     "  matmul     the WSL article's script: sum(A * A^T) for a random NxN matrix A, printed\n"

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "tools/bench/remote_path.h"
 #include "tools/bench/report.h"
 
 namespace pvgpu::tools::bench {
@@ -9,7 +10,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The JSON keys of issue #5, with how each is read from one mode's figures.
+// The JSON keys of the report (docs/benchmarks.md), with how each is read from one mode's figures.
 struct Metric {
   const char* key;
   const char* label;
@@ -138,6 +139,24 @@ BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigu
                  series("PVGPU_PIPELINE=0", unpipelined)};
   report.plot = plot;
   return report;
+}
+
+void AddPathToLatencyReport(const RemotePath& path, const LatencyFigures& channel,
+                            BenchReport* report) {
+  const double ratio = channel.copy_dtoh / path.round_trip_us();
+  const bool pass = ratio <= 1.5;
+  Json& json = report->json;
+  json["path"] = path.Json();
+  json["ratios"]["copy_dtoh_small_vs_raw_round_trip"] = ratio;
+  json["targets"].push_back(
+      Json{{"name", "synchronous 4-byte DtoH copy within 1.5x of the raw round trip"},
+           {"measured", ratio},
+           {"limit", 1.5},
+           {"pass", pass}});
+  report->table += "\n" + path.Describe() +
+                   "synchronous 4-byte DtoH copy: " + FormatNumber(channel.copy_dtoh) +
+                   " us = " + FormatRatio(ratio) +
+                   " the raw round trip (target <= 1.50x): " + (pass ? "pass" : "FAIL") + "\n";
 }
 
 }  // namespace pvgpu::tools::bench

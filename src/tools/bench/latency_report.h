@@ -1,5 +1,4 @@
-// The latency benchmark's figures and how they become JSON, the table and the targets of
-// issue #5.
+// The latency benchmark's figures and how they become JSON, the table and the targets.
 #pragma once
 
 #include <string>
@@ -32,5 +31,11 @@ struct LatencyFigures {
 BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigures& channel,
                               const LatencyFigures& unpipelined, const std::string& host,
                               int rounds);
+
+class RemotePath;
+// For a remote host: the raw path's round trip (measured in the same rounds) and the
+// synchronous 4-byte copy as a multiple of it, with its target (within 1.5x).
+void AddPathToLatencyReport(const RemotePath& path, const LatencyFigures& channel,
+                            BenchReport* report);
 
 }  // namespace pvgpu::tools::bench
