@@ -15,7 +15,7 @@ namespace {
 using pvgpu::transport::internal::FrameDecoder;
 
 // Small enough to reach the limit; large enough for direct reads to happen.
-constexpr size_t kMaxMessage = 256u << 10;
+constexpr size_t kMaxMessage = 64u << 10;
 
 struct Result {
   FrameDecoder::Output out;

@@ -13,6 +13,10 @@
 #              fails with CUDA_ERROR_DEVICE_UNAVAILABLE within the bound; a new process works
 #              once the host is back.
 #   two_hosts  two daemons in PVGPU_HOST are two devices; both compute correctly.
+#   cut_copy   the link is cut while a guest copies 256 MiB blocks back and forth: first taken
+#              down, then deleted (what removing a namespace does to its links): the call fails
+#              with CUDA_ERROR_DEVICE_UNAVAILABLE within the bound, and the host ends the
+#              session and frees its memory (pvgpu smi on the host's own unix socket).
 #   stress     tcp:// and tls:// on 127.0.0.1: four threads and streams of mixed copies,
 #              launches, event records and synchronizes, all checked (tests/remote/stress.c),
 #              each run within a deadline. No root needed.
@@ -156,11 +160,16 @@ setup_netns() {
   ip netns add "$HOST_NS" 2>"$WORK/netns.err" || skip "ip netns add failed: $(cat "$WORK/netns.err")"
   NETNS_MADE=1
   ip netns add "$GUEST_NS" || fail "ip netns add $GUEST_NS"
+  for ns in "$HOST_NS" "$GUEST_NS"; do ip -n "$ns" link set lo up; done
+  make_link
+}
+
+# The veth pair between the namespaces, with its addresses, up.
+make_link() {
   ip link add "$VETH_H" netns "$HOST_NS" type veth peer name "$VETH_G" netns "$GUEST_NS" ||
     fail "ip link add veth"
   ip -n "$HOST_NS" addr add "$HOST_IP/30" dev "$VETH_H" || fail "ip addr (host)"
   ip -n "$GUEST_NS" addr add "$GUEST_IP/30" dev "$VETH_G" || fail "ip addr (guest)"
-  for ns in "$HOST_NS" "$GUEST_NS"; do ip -n "$ns" link set lo up; done
   ip -n "$HOST_NS" link set "$VETH_H" up || fail "ip link set up (host)"
   ip -n "$GUEST_NS" link set "$VETH_G" up || fail "ip link set up (guest)"
 }
@@ -176,11 +185,11 @@ wait_exit() {
   fail "guest still running ${limit} s after its host was lost (a hang)"
 }
 
-# cut_and_check HOW: starts long_run, waits until it is mid-run, loses the host with HOW,
-# and checks the error and the bound.
+# cut_and_check HOW ADDRESS [MIB]: starts long_run (with MIB-sized copies), waits until it is
+# mid-run, loses the host with HOW, and checks the error and the bound.
 cut_and_check() {
-  local how="$1" address="$2" out="$WORK/long_run.$RANDOM.out"
-  guest "$GUEST_NS" "$address" "$REMOTE/long_run" "$E2E/saxpy.ptx" 600 >"$out" 2>&1 &
+  local how="$1" address="$2" mib="${3:-0}" out="$WORK/long_run.$RANDOM.out"
+  guest "$GUEST_NS" "$address" "$REMOTE/long_run" "$E2E/saxpy.ptx" 600 "$mib" >"$out" 2>&1 &
   local pid=$!
   for _ in $(seq 600); do
     (($(grep -c '^iteration' "$out") >= 3)) && break
@@ -196,6 +205,25 @@ cut_and_check() {
   ((rc == 3)) || fail "expected CUDA_ERROR_DEVICE_UNAVAILABLE (status 3), got $rc: $(tail -n 3 "$out")"
   grep -q "CUDA_ERROR_DEVICE_UNAVAILABLE" "$out" || fail "no DEVICE_UNAVAILABLE in output"
   ((elapsed < BOUND_S)) || fail "the failure took ${elapsed} s (bound ${BOUND_S} s)"
+  CUT_CALL="$(grep -o 'FAILED [a-zA-Z_0-9]*' "$out" | head -1)"
+}
+
+# The host at unix socket $1 has no guest session left and no device memory in use, within the
+# bound: a lost guest's session ends and its allocations are freed.
+expect_host_freed() {
+  local socket="$1" start=$SECONDS status
+  for _ in $(seq $((BOUND_S * 5))); do
+    status="$("$PVGPU" smi --json --host "unix:$socket" 2>&1)" || fail "pvgpu smi: $status"
+    if python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+sys.exit(0 if not d["sessions"] and all(a["memory_used"] == 0 for a in d["adapters"]) else 1)' \
+      "$status"; then
+      echo "host freed the session and its memory $((SECONDS - start)) s after the guest failed"
+      return 0
+    fi
+    sleep 0.2
+  done
+  fail "the host still holds the lost guest's session or memory: $status"
 }
 
 # finish_within NAME HOST_LIST COMMAND...: runs COMMAND as a guest on this machine (stdout in
@@ -257,6 +285,22 @@ case "$CASE" in
     cut_and_check "kill -KILL ${DAEMONS[0]}" "tls://$HOST_IP:7070"
     start_daemon host2 "$HOST_NS" "tls://$HOST_IP:7070"
     guest "$GUEST_NS" "tls://$HOST_IP:7070" "$E2E/saxpy_drv" || fail "new guest after the host came back"
+    ;;
+  cut_copy)
+    setup_netns
+    start_daemon host "$HOST_NS" "tls://$HOST_IP:7070" --listen "unix:$WORK/host.sock"
+    for how in "ip -n $HOST_NS link set $VETH_H down" "ip -n $GUEST_NS link del $VETH_G"; do
+      cut_and_check "$how" "tls://$HOST_IP:7070" 256
+      echo "the call that failed: ${CUT_CALL#FAILED } (copies take most of each round)"
+      expect_host_freed "$WORK/host.sock"
+      if ip -n "$HOST_NS" link show "$VETH_H" >/dev/null 2>&1; then
+        ip -n "$HOST_NS" link set "$VETH_H" up || fail "ip link set up"
+      else
+        make_link
+      fi
+      guest "$GUEST_NS" "tls://$HOST_IP:7070" "$E2E/saxpy_drv" >"$WORK/after-cut.out" 2>&1 ||
+        fail "new guest after the link came back: $(cat "$WORK/after-cut.out")"
+    done
     ;;
   two_hosts)
     setup_netns
