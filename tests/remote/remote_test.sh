@@ -22,6 +22,11 @@
 #              each run within a deadline. No root needed.
 #   bench      `pvgpu bench bandwidth --quick` and `latency --quick` against a real pvgpud over
 #              tcp:// and tls://, each within a deadline, their JSON well formed. No root needed.
+#   shaped     two namespaces joined by a veth pair shaped with tc (tbf rate 2gbit, netem delay
+#              1ms each way where the kernel has netem): the stress program and the benches'
+#              quick runs over tls://, within deadlines.
+#   shaped_bench  (not run by CTest) the full bandwidth and latency benches over that link, for
+#              their figures; RATE (tc syntax) and DELAY_MS set the shaping.
 #
 # The netns cases need root and `ip netns`; without them they exit 77 (ctest SKIP) and say why.
 # Namespaces, links and daemons get names unique to this run and are removed on every exit.
@@ -226,12 +231,13 @@ sys.exit(0 if not d["sessions"] and all(a["memory_used"] == 0 for a in d["adapte
   fail "the host still holds the lost guest's session or memory: $status"
 }
 
-# finish_within NAME HOST_LIST COMMAND...: runs COMMAND as a guest on this machine (stdout in
+# finish_within NAME NETNS(or "") HOST_LIST COMMAND...: runs COMMAND as a guest (stdout in
 # $WORK/NAME.out, stderr in NAME.err) and fails when it fails or outlives DEADLINE_S.
 finish_within() {
-  local name="$1" hosts="$2" start=$SECONDS rc
-  shift 2
-  timeout -k 5 "$DEADLINE_S" env PVGPU_HOST="$hosts" PVGPU_TLS_CA="$WORK/ca.pem" \
+  local name="$1" ns="$2" hosts="$3" start=$SECONDS rc run=()
+  shift 3
+  [[ -n "$ns" ]] && run=(ip netns exec "$ns")
+  timeout -k 5 "$DEADLINE_S" "${run[@]}" env PVGPU_HOST="$hosts" PVGPU_TLS_CA="$WORK/ca.pem" \
     PVGPU_TOKEN_FILE="$WORK/token" LD_LIBRARY_PATH="$LIBDIR" "$@" >"$WORK/$name.out" \
     2>"$WORK/$name.err"
   rc=$?
@@ -248,6 +254,59 @@ start_loopback_pair() {
   start_daemon plain "" "tcp://127.0.0.1:0"
   SCHEMES=("$(bound_address plain)" "$(bound_address tls)")
   [[ -n "${SCHEMES[0]}" && -n "${SCHEMES[1]}" ]] || fail "no bound addresses in the logs"
+}
+
+# run_bench NETNS ADDRESS NAME ARGS...: `pvgpu bench NAME --json` as a guest against ADDRESS,
+# within the deadline; the path's limits must have been measured in the same run and the
+# targets judged.
+run_bench() {
+  local ns="$1" address="$2" bench="$3"
+  shift 3
+  local name="bench-$bench-${address%%:*}${ns:+-netns}"
+  finish_within "$name" "$ns" "$address" "$PVGPU" bench "$bench" --json --host "$address" "$@"
+  python3 - "$WORK/$name.out" "$bench" <<'PY' || fail "$name: bad JSON: $(head -c 600 "$WORK/$name.out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == sys.argv[2]
+path = d["path"]
+if sys.argv[2] == "bandwidth":
+    assert path["raw_send_gbps"] > 0 and path["raw_receive_gbps"] > 0
+    assert path["htod_limit_gbps"] > 0 and path["dtoh_limit_gbps"] > 0
+    assert len(path["fractions"]) == len(d["sizes"])
+else:
+    assert path["raw_round_trip_us"] > 0
+    assert d["ratios"]["copy_dtoh_small_vs_raw_round_trip"] > 0
+if path["address"].startswith("tls://"):
+    assert path["cipher"].startswith("TLS_"), path
+    if sys.argv[2] == "bandwidth":
+        assert path["cipher_one_core_gbps"] > 0
+assert any("path" in t["name"] or "round trip" in t["name"] for t in d["targets"])
+PY
+}
+
+# shape_link RATE DELAY_MS: both ends of the veth pair send at most RATE (tc tbf) after a delay
+# of DELAY_MS (tc netem) each way. Without netem (sch_netem) the link has no delay, and says so.
+shape_link() {
+  local rate="$1" delay="$2" end ns dev delayed=1
+  command -v tc >/dev/null || skip "tc (iproute2) is not installed"
+  for end in "$HOST_NS $VETH_H" "$GUEST_NS $VETH_G"; do
+    read -r ns dev <<<"$end"
+    if ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: netem delay "${delay}ms" \
+      limit 100000 2>"$WORK/tc.err"; then
+      ip netns exec "$ns" tc qdisc add dev "$dev" parent 1: handle 2: tbf rate "$rate" \
+        burst 1mb latency 100ms 2>"$WORK/tc.err" || skip "tc tbf failed: $(cat "$WORK/tc.err")"
+    else
+      delayed=0
+      ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst 1mb \
+        latency 100ms 2>"$WORK/tc.err" || skip "tc tbf failed: $(cat "$WORK/tc.err")"
+    fi
+  done
+  if ((delayed)); then
+    echo "link shaped: $rate each way, ${delay} ms delay each way (netem + tbf)"
+  else
+    echo "link shaped: $rate each way; NO DELAY: this kernel has no netem (sch_netem), so the" \
+      "delayed half of this case is not run here"
+  fi
 }
 
 make_pki
@@ -314,7 +373,7 @@ case "$CASE" in
   stress)
     start_loopback_pair
     for address in "${SCHEMES[@]}"; do
-      finish_within "stress-${address%%:*}" "$address" "$REMOTE/stress" "$E2E/saxpy.ptx" 4 300
+      finish_within "stress-${address%%:*}" "" "$address" "$REMOTE/stress" "$E2E/saxpy.ptx" 4 300
       cat "$WORK/stress-${address%%:*}.out"
     done
     ;;
@@ -324,28 +383,29 @@ case "$CASE" in
     start_loopback_pair
     for address in "${SCHEMES[@]}"; do
       for bench in bandwidth latency; do
-        name="bench-$bench-${address%%:*}"
-        finish_within "$name" "$address" "$PVGPU" bench "$bench" --quick --json --host "$address"
-        # The path's limits were measured in the same run, and the targets judged.
-        python3 - "$WORK/$name.out" "$bench" <<'PY' || fail "$name: bad JSON: $(head -c 600 "$WORK/$name.out")"
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["benchmark"] == sys.argv[2]
-path = d["path"]
-if sys.argv[2] == "bandwidth":
-    assert path["raw_send_gbps"] > 0 and path["raw_receive_gbps"] > 0
-    assert path["htod_limit_gbps"] > 0 and path["dtoh_limit_gbps"] > 0
-    assert len(path["fractions"]) == len(d["sizes"])
-else:
-    assert path["raw_round_trip_us"] > 0
-    assert d["ratios"]["copy_dtoh_small_vs_raw_round_trip"] > 0
-if path["address"].startswith("tls://"):
-    assert path["cipher"].startswith("TLS_"), path
-    if sys.argv[2] == "bandwidth":
-        assert path["cipher_one_core_gbps"] > 0
-assert any("path" in t["name"] or "round trip" in t["name"] for t in d["targets"])
-PY
+        run_bench "" "$address" "$bench" --quick
       done
+    done
+    ;;
+  shaped)
+    setup_netns
+    shape_link 2gbit 1
+    start_daemon host "$HOST_NS" "tls://$HOST_IP:7070"
+    finish_within stress-shaped "$GUEST_NS" "tls://$HOST_IP:7070" "$REMOTE/stress" \
+      "$E2E/saxpy.ptx" 2 100
+    cat "$WORK/stress-shaped.out"
+    for bench in bandwidth latency; do run_bench "$GUEST_NS" "tls://$HOST_IP:7070" "$bench" --quick; done
+    ;;
+  shaped_bench)
+    # Not a CTest test: the full benchmarks over the shaped link, for their figures
+    # (docs/remote.md). RATE and DELAY_MS may be set in the environment.
+    setup_netns
+    shape_link "${RATE:-2gbit}" "${DELAY_MS:-1}"
+    start_daemon host "$HOST_NS" "tls://$HOST_IP:7070"
+    for bench in bandwidth latency; do
+      DEADLINE_S=900 finish_within "shaped-$bench" "$GUEST_NS" "tls://$HOST_IP:7070" "$PVGPU" \
+        bench "$bench" --host "tls://$HOST_IP:7070"
+      cat "$WORK/shaped-$bench.out"
     done
     ;;
   *)

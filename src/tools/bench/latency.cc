@@ -386,7 +386,9 @@ StatusOr<std::vector<LatencyFigures>> MeasureInTurns(const Counts& counts,
         }
       }
       // A remote host's raw round trip, right after the modes' copies it is the limit of.
-      if (info.op == Op::kCopyDtoh && path != nullptr) PVGPU_TRY(path->MeasureRoundTrip(count));
+      if (info.op == Op::kCopyDtoh && path != nullptr) {
+        PVGPU_TRY(path->MeasureRoundTrip(std::max(count, 1000)));
+      }
     }
   }
   return figures;
@@ -433,7 +435,7 @@ StatusOr<BenchReport> RunLatency(const BenchOptions& options) {
   BenchReport report =
       MakeLatencyReport(figures[0], figures[1], figures[2], address, counts.rounds);
   if (*path) {
-    AddPathToLatencyReport(**path, figures[1], &report);
+    AddPathToLatencyReport(**path, figures[0], figures[1], counts.launches, &report);
   } else if (!path_error.empty()) {
     report.json["path"] = nlohmann::ordered_json{{"error", path_error}};
     report.table += "\npath limits: n/a (" + path_error + ")\n";

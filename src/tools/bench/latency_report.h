@@ -33,9 +33,11 @@ BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigu
                               int rounds);
 
 class RemotePath;
-// For a remote host: the raw path's round trip (measured in the same rounds) and the
-// synchronous 4-byte copy as a multiple of it, with its target (within 1.5x).
-void AddPathToLatencyReport(const RemotePath& path, const LatencyFigures& channel,
-                            BenchReport* report);
+// For a remote host: the raw path's round trip (measured in the same rounds), the synchronous
+// 4-byte copy as a multiple of it (target: within 1.5x), and `launches` pipelined launches and
+// their one synchronize against one round trip plus as many in-process launches (target: at
+// most 3x, the pipeline hiding the link's delay).
+void AddPathToLatencyReport(const RemotePath& path, const LatencyFigures& inprocess,
+                            const LatencyFigures& channel, int launches, BenchReport* report);
 
 }  // namespace pvgpu::tools::bench
