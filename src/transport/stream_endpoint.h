@@ -165,6 +165,7 @@ class StreamEndpoint final : public Endpoint {
   bool peer_said_goodbye_ = false;
   // State.
   bool io_asleep_ = false;
+  bool io_wants_role_ = false;  // the I/O thread waits on cv_ for the read role
   bool closed_ = false;
   bool broken_ = false;
   Code broken_code_ = Code::kDeviceUnavailable;

@@ -40,6 +40,7 @@ void StreamEndpoint::HandWriteRoleToIoLocked() {
   writer_is_io_ = true;
   io_started_ = false;
   WakeIoLocked();
+  if (io_wants_role_) cv_.notify_all();  // it waits on cv_, not in poll
 }
 
 void StreamEndpoint::ReleaseWriteRoleLocked() {
@@ -69,7 +70,7 @@ void StreamEndpoint::ReleaseReadRoleLocked() {
   reader_ = false;
   reader_is_io_ = false;
   reader_asleep_ = false;
-  if (waiters_ > 0) cv_.notify_all();
+  if (waiters_ > 0 || io_wants_role_) cv_.notify_all();
 }
 
 void StreamEndpoint::WakeIoLocked() {
@@ -347,6 +348,7 @@ void StreamEndpoint::Run() {
   Clock::time_point deaf_until{};
   bool goodbye_queued = false;
   bool woke_on_input = false;
+  bool waited_for_role = false;
   Lock lock(mu_);
   while (!broken_) {
     Clock::time_point now = Clock::now();
@@ -379,6 +381,19 @@ void StreamEndpoint::Run() {
       if (now - When(last_tx_) >= heartbeat) pending_.AppendFrame(kHeartbeat, {});
       HandWriteRoleToIoLocked();
     }
+    // Input woke us while a caller was reading: wait for it to be done, once, and then read
+    // what it left. After a synchronous call's answer that is nothing (and we stop listening
+    // for a while, below); in a stream of bulk messages it is the next ones, which we read
+    // while the caller works on the one it took, as a second pair of hands.
+    if (woke_on_input && reader_ && !reader_is_io_ && !full && !waited_for_role) {
+      waited_for_role = true;
+      io_wants_role_ = true;
+      cv_.wait_for(lock, milliseconds(2),
+                   [&] { return !reader_ || broken_ || closed_ || IoHandoffPendingLocked(); });
+      io_wants_role_ = false;
+      continue;
+    }
+    waited_for_role = false;
     const bool write = writer_ && writer_is_io_;
     if (write) io_started_ = true;
     // Whatever waits is read whenever no one else reads.
