@@ -4,7 +4,9 @@
 #   scripts/build.sh [BUILD_DIR]      BUILD_DIR defaults to build/
 #
 # Environment: PVGPU_INSTALL_PREFIX (default out/, gitignored), PVGPU_JOBS (default nproc),
-# PVGPU_CUDA_ROOT (default /usr/local/cuda), PVGPU_CMAKE_ARGS (extra configure arguments).
+# PVGPU_CUDA_ROOT (default /usr/local/cuda), PVGPU_CMAKE_ARGS (extra configure arguments),
+# PVGPU_BUILD_TARGETS (space-separated targets to build instead of everything; the installed
+# programs and libraries must be among them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -26,6 +28,11 @@ cmake -S . -B "$build_dir" "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPVGPU_CUDA_ROOT="$cuda_root" \
   ${PVGPU_CMAKE_ARGS:-}
-cmake --build "$build_dir" -j"$jobs"
+# shellcheck disable=SC2086  # PVGPU_BUILD_TARGETS is a list of words on purpose.
+if [[ -n ${PVGPU_BUILD_TARGETS:-} ]]; then
+  cmake --build "$build_dir" -j"$jobs" --target ${PVGPU_BUILD_TARGETS}
+else
+  cmake --build "$build_dir" -j"$jobs"
+fi
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 echo "build: pvgpu installed in $prefix (run $prefix/bin/pvgpu run -- PROGRAM)"

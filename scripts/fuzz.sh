@@ -3,7 +3,8 @@
 #
 #   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET for SECONDS; TARGET: protocol, ptx, fatbin,
 #                                    stream, all
-#   scripts/fuzz.sh replay           run every target once over its corpus (-runs=0), as CI does
+#   scripts/fuzz.sh replay           run every target once over its corpus (-runs=0), as CI does,
+#                                    and build the guest libraries with clang's lock analysis
 #
 # Targets (each skipped with a note when its fuzzer is not in this tree):
 #   protocol  src/protocol/dispatch_fuzzer.cc   seeds tests/fuzz/protocol
@@ -18,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,16p' "$0" >&2
+  sed -n '2,17p' "$0" >&2
   exit 64
 }
 [[ $# -ge 1 ]] || usage
@@ -55,6 +56,9 @@ cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPVGPU_BUILD_TESTS=OFF -DPVGPU_BUILD_BENCH=OFF >/dev/null
 build_targets=()
 for t in "${present[@]}"; do build_targets+=("$(basename "${binary[$t]}")"); done
+# CI's replay also builds the guest libraries here, the one clang build it has: clang checks
+# their thread-safety annotations (-Werror=thread-safety, src/guest/CMakeLists.txt).
+[[ "$mode" == replay ]] && build_targets+=(pvgpu_cuda pvgpu_nvml)
 cmake --build "$build_dir" -j"${PVGPU_JOBS:-2}" --target "${build_targets[@]}"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"

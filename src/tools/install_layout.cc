@@ -40,6 +40,7 @@ StatusOr<InstallLayout> LayoutForPrefix(const std::string& prefix) {
   std::string base = layout.prefix == "/" ? "" : layout.prefix;
   layout.daemon = base + "/bin/pvgpud";
   layout.guest_lib_dir = base + "/lib/pvgpu";
+  layout.libexec_dir = base + "/libexec/pvgpu";
   return layout;
 }
 

@@ -3,6 +3,8 @@
 //   PREFIX/bin/pvgpu            this tool
 //   PREFIX/bin/pvgpud           the host daemon
 //   PREFIX/lib/pvgpu/           the guest libraries (libcuda.so.1, libnvidia-ml.so.1)
+//   PREFIX/libexec/pvgpu/       programs the tool runs itself (the CUDA runtime nbody of
+//                               `pvgpu bench nbody`)
 //
 // PREFIX is the parent of the directory holding the running pvgpu executable, so a relocated
 // install (a tarball unpacked anywhere, a container mount) works without configuration.
@@ -19,6 +21,7 @@ struct InstallLayout {
   std::string prefix;
   std::string daemon;         // PREFIX/bin/pvgpud
   std::string guest_lib_dir;  // PREFIX/lib/pvgpu
+  std::string libexec_dir;    // PREFIX/libexec/pvgpu
 };
 
 // Resolves PREFIX from PVGPU_PREFIX or /proc/self/exe. Fails only when neither gives an

@@ -26,6 +26,7 @@ TEST(InstallLayoutTest, PrefixFromEnvironmentIsResolved) {
   EXPECT_EQ(layout->prefix, dir);
   EXPECT_EQ(layout->daemon, dir + "/bin/pvgpud");
   EXPECT_EQ(layout->guest_lib_dir, dir + "/lib/pvgpu");
+  EXPECT_EQ(layout->libexec_dir, dir + "/libexec/pvgpu");
   rmdir(dir_template);
 }
 

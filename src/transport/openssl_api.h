@@ -34,10 +34,12 @@ namespace pvgpu::transport::internal {
 #define PVGPU_LIBCRYPTO_FUNCTIONS(X)                                                        \
   X(ERR_get_error) X(ERR_error_string_n) X(ERR_clear_error) X(ERR_peek_error)              \
   X(X509_verify_cert_error_string) X(X509_VERIFY_PARAM_set1_ip_asc) X(SHA256)              \
-  X(CRYPTO_memcmp) X(BIO_f_buffer) X(BIO_new) X(BIO_push) X(BIO_up_ref) X(BIO_ctrl)        \
+  X(CRYPTO_memcmp) X(BIO_f_buffer) X(BIO_new) X(BIO_push) X(BIO_free) X(BIO_ctrl)        \
   X(BIO_int_ctrl) X(BIO_test_flags) X(EVP_CIPHER_CTX_new) X(EVP_CIPHER_CTX_free)           \
   X(EVP_CIPHER_CTX_ctrl) X(EVP_CIPHER_fetch) X(EVP_CIPHER_free) X(EVP_EncryptInit_ex)      \
-  X(EVP_EncryptUpdate) X(EVP_EncryptFinal_ex)
+  X(EVP_EncryptUpdate) X(EVP_EncryptFinal_ex) X(BIO_meth_new) X(BIO_meth_set_write)          \
+  X(BIO_meth_set_ctrl) X(BIO_get_new_index) X(BIO_set_data) X(BIO_get_data) X(BIO_set_init) \
+  X(BIO_set_flags) X(BIO_clear_flags)
 // clang-format on
 
 struct OpenSslApi {

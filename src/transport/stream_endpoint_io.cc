@@ -1,6 +1,8 @@
 // The remote channel's byte moving: the two roles, write and read passes, and the I/O thread
 // (stream_endpoint.h explains who does what).
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -342,6 +344,13 @@ void StreamEndpoint::Deliver(FrameDecoder::Output& out) {
 }
 
 void StreamEndpoint::Run() {
+  // A write to a socket whose peer is gone must fail with EPIPE here, not raise SIGPIPE in the
+  // process (kernel TLS writes with write(2), which has no MSG_NOSIGNAL; see tcp_stream.h).
+  // Blocked, a SIGPIPE this thread raises stays pending on this thread, which never unblocks it.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   const auto heartbeat = milliseconds(options_.heartbeat_ms);
   const auto dead_after = milliseconds(options_.dead_after_ms);
   Clock::time_point close_deadline{};

@@ -1,6 +1,8 @@
 #include "transport/tcp_stream.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -118,7 +120,30 @@ Status TransferAll(ByteStream& stream, size_t size, const Deadline& deadline, Io
 
 }  // namespace
 
+ScopedNoSigpipe::ScopedNoSigpipe() {
+  sigemptyset(&pipe_);
+  sigaddset(&pipe_, SIGPIPE);
+  sigset_t pending;
+  sigemptyset(&pending);
+  // A SIGPIPE already pending for other reasons is left for the application.
+  already_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+  blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &saved_) == 0;
+}
+
+ScopedNoSigpipe::~ScopedNoSigpipe() {
+  if (!blocked_) return;
+  const int saved_errno = errno;
+  if (!already_pending_) {
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+  errno = saved_errno;
+}
+
 Status WriteAll(ByteStream& stream, std::span<const uint8_t> bytes, const Deadline& deadline) {
+  ScopedNoSigpipe no_sigpipe;
   PVGPU_TRY(TransferAll(
       stream, bytes.size(), deadline,
       [&](size_t offset, size_t count) { return stream.Write(bytes.data() + offset, count); },
@@ -137,6 +162,7 @@ Status WriteAll(ByteStream& stream, std::span<const uint8_t> bytes, const Deadli
 }
 
 Status ReadExact(ByteStream& stream, std::span<uint8_t> bytes, const Deadline& deadline) {
+  ScopedNoSigpipe no_sigpipe;  // a TLS read may write (alerts, key updates)
   return TransferAll(
       stream, bytes.size(), deadline,
       [&](size_t offset, size_t count) { return stream.Read(bytes.data() + offset, count); },

@@ -3,6 +3,8 @@
 // thread and a write on another), so the endpoint's I/O thread owns it once set-up is over.
 #pragma once
 
+#include <signal.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -55,6 +57,30 @@ class ByteStream {
 
 // A plain TCP connection (takes ownership of `fd`, which must be non-blocking).
 std::unique_ptr<ByteStream> MakePlainStream(UniqueFd fd);
+
+// OpenSSL writes to the socket with write(2), which raises SIGPIPE when the peer is gone; in a
+// guest that would kill the application (whose SIGPIPE disposition is its own business) instead
+// of failing its calls with DEVICE_UNAVAILABLE. Once set-up is over, callers' threads write too
+// (stream_endpoint.h), so a TLS stream in user space sends its records with send(MSG_NOSIGNAL)
+// (tls_stream.cc), as the plain stream does; the stream endpoint's I/O thread keeps SIGPIPE
+// blocked for good. What still writes with write(2) holds one of these: the TLS handshake and
+// WriteAll (set-up, on the caller's thread) and every call of a kernel TLS stream. It blocks
+// SIGPIPE in the calling thread and, before restoring the mask, takes back a SIGPIPE the thread
+// raised meanwhile (POSIX keeps a signal raised by a thread's own write pending for that
+// thread), as send(MSG_NOSIGNAL) would have.
+class ScopedNoSigpipe {
+ public:
+  ScopedNoSigpipe();
+  ~ScopedNoSigpipe();
+  ScopedNoSigpipe(const ScopedNoSigpipe&) = delete;
+  ScopedNoSigpipe& operator=(const ScopedNoSigpipe&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t saved_;
+  bool already_pending_ = false;
+  bool blocked_ = false;
+};
 
 // Blocking helpers for connection set-up, bounded by `deadline` (kNotReady when it passes,
 // kDeviceUnavailable when the peer hangs up).

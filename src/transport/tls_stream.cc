@@ -1,7 +1,12 @@
 #include "transport/tls_stream.h"
 
+#include <sys/socket.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include "transport/openssl_api.h"
 #include "transport/tcp_socket.h"
@@ -29,6 +34,50 @@ constexpr int kWriteBufferBytes = 256 << 10;
 // its body, two calls per record.
 constexpr size_t kReadBufferBytes = 256u << 10;
 
+// The socket end of the write chain once set-up is over: writes with send(MSG_NOSIGNAL), so that
+// a peer that is gone fails the write with EPIPE instead of raising SIGPIPE in whichever thread
+// wrote (callers' threads write too; OpenSSL's socket BIO uses write(2)). Its data is the fd,
+// which the stream owns.
+const OpenSslApi* sink_api = nullptr;
+
+int SinkWrite(BIO* bio, const char* data, int size) {
+  const OpenSslApi& api = *sink_api;
+  api.BIO_clear_flags(bio, BIO_FLAGS_RWS | BIO_FLAGS_SHOULD_RETRY);
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(api.BIO_get_data(bio)));
+  for (;;) {
+    const ssize_t n = ::send(fd, data, static_cast<size_t>(size), MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      api.BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY);
+    }
+    return -1;
+  }
+}
+
+long SinkControl(BIO*, int command, long, void*) {
+  return command == BIO_CTRL_FLUSH ? 1 : 0;  // nothing is held here; no other control applies
+}
+
+StatusOr<BIO*> NewSink(const OpenSslApi& api, int fd) {
+  static std::once_flag once;
+  static BIO_METHOD* method = nullptr;
+  std::call_once(once, [&api] {
+    sink_api = &api;
+    const int index = api.BIO_get_new_index();
+    if (index < 0) return;
+    method = api.BIO_meth_new(index | BIO_TYPE_SOURCE_SINK, "pvgpu socket sink");
+    if (method == nullptr) return;
+    api.BIO_meth_set_write(method, SinkWrite);
+    api.BIO_meth_set_ctrl(method, SinkControl);
+  });
+  BIO* bio = method != nullptr ? api.BIO_new(method) : nullptr;
+  if (bio == nullptr) return Error(Code::kUnknown, "cannot make the TLS socket BIO");
+  api.BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  api.BIO_set_init(bio, 1);
+  return bio;
+}
+
 class TlsStream final : public ByteStream {
  public:
   TlsStream(const OpenSslApi& api, UniqueFd fd, SSL* ssl)
@@ -36,25 +85,29 @@ class TlsStream final : public ByteStream {
   ~TlsStream() override { api_.SSL_free(ssl_); }
 
   // After the handshake: notes whether the kernel took the records over (kernel TLS, where
-  // the kernel offers it and OpenSSL was built for it), and otherwise puts a buffer between
-  // OpenSSL and the socket, so that records leave in large writes.
+  // the kernel offers it and OpenSSL was built for it), and otherwise writes through a buffer
+  // into the MSG_NOSIGNAL sink, so that records leave in large writes.
   Status FinishSetUp() {
     BIO* socket = api_.SSL_get_wbio(ssl_);
     kernel_send_ = api_.BIO_ctrl(socket, BIO_CTRL_GET_KTLS_SEND, 0, nullptr) > 0;
     kernel_receive_ =
         api_.BIO_ctrl(api_.SSL_get_rbio(ssl_), BIO_CTRL_GET_KTLS_RECV, 0, nullptr) > 0;
     if (kernel_send_) return Status::Ok();
+    PVGPU_ASSIGN_OR_RETURN(BIO * sink, NewSink(api_, fd_.get()));
     BIO* buffer = api_.BIO_new(api_.BIO_f_buffer());
-    if (buffer == nullptr) return Error(Code::kUnknown, "BIO_new: " + TakeOpenSslErrors(api_));
+    if (buffer == nullptr) {
+      api_.BIO_free(sink);
+      return Error(Code::kUnknown, "BIO_new: " + TakeOpenSslErrors(api_));
+    }
     api_.BIO_int_ctrl(buffer, BIO_C_SET_BUFF_SIZE, kWriteBufferBytes, 1);  // output side
-    // The socket BIO stays the read BIO too: one more reference for the chain.
-    api_.BIO_up_ref(socket);
-    api_.BIO_push(buffer, socket);
+    api_.BIO_push(buffer, sink);
+    // Drops the SSL object's write reference to the socket BIO, which stays the read BIO.
     api_.SSL_set0_wbio(ssl_, buffer);
     return Status::Ok();
   }
 
   IoResult Read(uint8_t* data, size_t size) override {
+    KernelWriteGuard no_sigpipe(kernel_send_);  // a read may write (alerts, key updates)
     api_.ERR_clear_error();
     const int n = api_.SSL_read(ssl_, data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
     if (n > 0) return {IoResult::kDone, static_cast<size_t>(n), {}};
@@ -62,6 +115,7 @@ class TlsStream final : public ByteStream {
   }
 
   IoResult Write(const uint8_t* data, size_t size) override {
+    KernelWriteGuard no_sigpipe(kernel_send_);
     api_.ERR_clear_error();
     const int n = api_.SSL_write(ssl_, data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
     if (n > 0) {
@@ -73,6 +127,7 @@ class TlsStream final : public ByteStream {
 
   IoResult Flush() override {
     if (!unflushed_) return {IoResult::kDone, 0, {}};
+    KernelWriteGuard no_sigpipe(kernel_send_);
     BIO* out = api_.SSL_get_wbio(ssl_);
     errno = 0;
     if (api_.BIO_ctrl(out, BIO_CTRL_FLUSH, 0, nullptr) > 0) {
@@ -84,6 +139,7 @@ class TlsStream final : public ByteStream {
   }
 
   void ShutdownWrite() override {
+    KernelWriteGuard no_sigpipe(kernel_send_);
     api_.ERR_clear_error();
     api_.SSL_shutdown(ssl_);  // sends close_notify; we do not wait for the peer's
     unflushed_ = true;
@@ -102,6 +158,18 @@ class TlsStream final : public ByteStream {
   bool HasBufferedInput() const override { return api_.SSL_has_pending(ssl_) != 0; }
 
  private:
+  // Kernel TLS writes with write(2) and sendmsg(2) without MSG_NOSIGNAL: each call that may
+  // write blocks SIGPIPE for its duration (user-space TLS needs none: the sink).
+  class KernelWriteGuard {
+   public:
+    explicit KernelWriteGuard(bool kernel_send) {
+      if (kernel_send) guard_.emplace();
+    }
+
+   private:
+    std::optional<ScopedNoSigpipe> guard_;
+  };
+
   IoResult Failure(int rc) {
     const int error = api_.SSL_get_error(ssl_, rc);
     switch (error) {
@@ -134,6 +202,7 @@ class TlsStream final : public ByteStream {
 // Runs SSL_accept or SSL_connect to completion on a non-blocking socket.
 template <typename Step>
 Status Handshake(const OpenSslApi& api, SSL* ssl, int fd, const Deadline& deadline, Step step) {
+  ScopedNoSigpipe no_sigpipe;  // the handshake writes too
   for (;;) {
     api.ERR_clear_error();
     const int rc = step(ssl);

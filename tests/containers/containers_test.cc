@@ -1,4 +1,4 @@
-// Containers get exactly the GPUs and memory they are given (issue 6), checked with real parts:
+// Containers get exactly the GPUs and memory they are given, checked with real parts:
 // a pvgpud with two cpu adapters and per-device sockets (64 MiB quota per session), the spec
 // `pvgpu cdi generate` writes for it, podman, and a root filesystem holding only the test
 // programs and their C libraries. Every CUDA and NVML library a container uses comes from the
@@ -40,9 +40,21 @@ World* world = nullptr;
 
 std::string Uuid(int index) { return world->uuids.at(static_cast<size_t>(index)); }
 
+// RUNTIME_PROGRAMS: host paths of the CUDA runtime programs, ':'-separated (may be empty).
+std::vector<std::string> RuntimePrograms() {
+  std::vector<std::string> programs;
+  std::string list = RUNTIME_PROGRAMS;
+  for (size_t start = 0; start < list.size();) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    if (end > start) programs.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return programs;
+}
+
 Outcome InContainer(const std::vector<std::string>& devices,
-                    const std::vector<std::string>& command,
-                    std::vector<std::string> extra = {}) {
+                    const std::vector<std::string>& command, std::vector<std::string> extra = {}) {
   for (const std::string& device : devices) {
     extra.push_back("--device");
     extra.push_back(world->kind + "=" + device);
@@ -58,8 +70,8 @@ TEST(Cdi, GeneratedSpecHasTheSchemasRequiredFields) {
   EXPECT_EQ(names, (std::set<std::string>{"0", "1", Uuid(0), Uuid(1), "all"}));
 
   // Without --kind and --output: the default kind, on stdout.
-  Outcome generated = RunCommand({PVGPU_BINARY, "cdi", "generate", "--host",
-                                  "unix:" + world->dir + "/admin.sock"});
+  Outcome generated =
+      RunCommand({PVGPU_BINARY, "cdi", "generate", "--host", "unix:" + world->dir + "/admin.sock"});
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
   // The spec (stdout) is the lines from "{" to "}"; warnings and notes (stderr) surround it.
   const std::string& out = generated.output;
@@ -73,8 +85,8 @@ TEST(Cdi, GeneratedSpecHasTheSchemasRequiredFields) {
 }
 
 TEST(Cdi, SpecFromAContainerSocketIsRefused) {
-  Outcome generated = RunCommand({PVGPU_BINARY, "cdi", "generate", "--host",
-                                  "unix:" + world->dir + "/devices/gpu-0.sock"});
+  Outcome generated = RunCommand(
+      {PVGPU_BINARY, "cdi", "generate", "--host", "unix:" + world->dir + "/devices/gpu-0.sock"});
   EXPECT_EQ(generated.exit_code, 1);
   EXPECT_NE(generated.output.find("admin socket"), std::string::npos) << generated.output;
 }
@@ -92,6 +104,18 @@ TEST(Containers, OneDeviceRunsCudaAndSeesOnlyThatDevice) {
   EXPECT_EQ(saxpy.exit_code, 0) << saxpy.output;
 }
 
+// Programs built on NVIDIA's CUDA runtime (static cudart, as nvcc links it) need nothing in the
+// container but their C and C++ libraries and the spec's libcuda.so.1.
+TEST(Containers, CudaRuntimeProgramsRunOnOneDevice) {
+  if (RuntimePrograms().empty()) GTEST_SKIP() << "nvcc was not found at build time";
+  for (const std::string& program : RuntimePrograms()) {
+    const std::string inside =
+        "/opt/pvgpu-test/" + std::filesystem::path(program).filename().string();
+    Outcome run = InContainer({"1"}, {inside});
+    EXPECT_EQ(run.exit_code, 0) << inside << ":\n" << run.output;
+  }
+}
+
 TEST(Containers, DeviceByUuidIsThatAdapter) {
   Outcome devices = InContainer({Uuid(1)}, {kProbe, "devices"});
   ASSERT_EQ(devices.exit_code, 0) << devices.output;
@@ -101,14 +125,14 @@ TEST(Containers, DeviceByUuidIsThatAdapter) {
 
 TEST(Containers, NvmlSeesOnlyThatDeviceWithTheQuotaAsTotalMemory) {
   if (access((std::string(GUEST_LIB_DIR) + "/libnvidia-ml.so.1").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << GUEST_LIB_DIR "/libnvidia-ml.so.1 is not built (yet), so the spec mounts "
-                                  "no NVML library";
+    GTEST_SKIP() << GUEST_LIB_DIR
+        "/libnvidia-ml.so.1 is not built (yet), so the spec mounts "
+        "no NVML library";
   }
   Outcome nvml = InContainer({"1"}, {kProbe, "nvml"});
   ASSERT_EQ(nvml.exit_code, 0) << nvml.output;
   EXPECT_EQ(LineStartingWith(nvml.output, "nvmlInit"), "nvmlInit 0") << nvml.output;
-  EXPECT_EQ(LineStartingWith(nvml.output, "nvml count"), "nvml count 1 (result 0)")
-      << nvml.output;
+  EXPECT_EQ(LineStartingWith(nvml.output, "nvml count"), "nvml count 1 (result 0)") << nvml.output;
   EXPECT_EQ(LineStartingWith(nvml.output, "nvml device 0"),
             "nvml device 0 " + Uuid(1) + " total " + std::to_string(kQuota))
       << nvml.output;
@@ -148,8 +172,7 @@ TEST(Containers, QuotaStopsOneContainerWhileOthersKeepWorking) {
 
   Outcome finished = greedy.Finish();
   EXPECT_EQ(finished.exit_code, 0) << finished.output;
-  EXPECT_EQ(LineStartingWith(finished.output, "meminfo"),
-            "meminfo total " + std::to_string(kQuota))
+  EXPECT_EQ(LineStartingWith(finished.output, "meminfo"), "meminfo total " + std::to_string(kQuota))
       << finished.output;
   EXPECT_EQ(LineStartingWith(finished.output, "allocated"),
             "allocated " + std::to_string(kQuota / (16 << 20)))
@@ -158,9 +181,8 @@ TEST(Containers, QuotaStopsOneContainerWhileOthersKeepWorking) {
 
 TEST(Containers, WithoutADeviceThereIsNoGpu) {
   // The libraries are in the image here (not mounted by CDI), as a CUDA image would have them.
-  Outcome devices =
-      RunCommand(PodmanRun(world->rootfs, {"-e", "LD_LIBRARY_PATH=/opt/pvgpu-lib"},
-                           {kProbe, "devices"}));
+  Outcome devices = RunCommand(
+      PodmanRun(world->rootfs, {"-e", "LD_LIBRARY_PATH=/opt/pvgpu-lib"}, {kProbe, "devices"}));
   ASSERT_EQ(devices.exit_code, 0) << devices.output;
   EXPECT_EQ(LineStartingWith(devices.output, "cuInit"), "cuInit 100")
       << "expected CUDA_ERROR_NO_DEVICE\n"
@@ -207,14 +229,14 @@ TEST(Containers, ConfigFileListenersAndQuota) {
   ASSERT_EQ(daemon.error(), "");
   const std::string kind = "pvgpu-cfg-" + std::to_string(getpid()) + ".dev/gpu";
   const std::string spec_path = "/var/run/cdi/pvgpu-cfg-" + std::to_string(getpid()) + ".json";
-  Outcome generated = RunCommand({PVGPU_BINARY, "cdi", "generate", "--host",
-                                  "unix:" + dir + "/admin.sock", "--kind", kind, "--output",
-                                  spec_path});
+  Outcome generated =
+      RunCommand({PVGPU_BINARY, "cdi", "generate", "--host", "unix:" + dir + "/admin.sock",
+                  "--kind", kind, "--output", spec_path});
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
   // Adapter 0 has no socket of its own: left out, with a warning; adapter 1 is device "1".
   EXPECT_NE(generated.output.find("adapter 0"), std::string::npos) << generated.output;
-  Outcome alloc = RunCommand(PodmanRun(world->rootfs, {"--device", kind + "=1"},
-                                       {kProbe, "alloc", "8"}));
+  Outcome alloc =
+      RunCommand(PodmanRun(world->rootfs, {"--device", kind + "=1"}, {kProbe, "alloc", "8"}));
   std::remove(spec_path.c_str());
   ASSERT_EQ(alloc.exit_code, 0) << alloc.output;
   EXPECT_EQ(LineStartingWith(alloc.output, "allocated"), "allocated 4") << alloc.output;
@@ -226,8 +248,7 @@ TEST(Containers, BadConfigFileIsRefusedWithItsReason) {
   {
     std::FILE* file = std::fopen(path.c_str(), "w");
     ASSERT_NE(file, nullptr);
-    std::fputs(R"({"listeners": [{"address": "unix:/tmp/x.sock", "memory_qouta": "1G"}]})",
-               file);
+    std::fputs(R"({"listeners": [{"address": "unix:/tmp/x.sock", "memory_qouta": "1G"}]})", file);
     std::fclose(file);
   }
   Outcome outcome = RunCommand({PVGPUD_BINARY, "--config", path});
@@ -242,9 +263,11 @@ std::string SetUpWorld() {
   if (mkdtemp(dir_template) == nullptr) return "cannot create a temporary directory";
   world->dir = dir_template;
   world->rootfs = world->dir + "/rootfs";
-  Outcome assembled =
-      RunCommand({MAKE_ROOTFS, world->rootfs, "--lib", GUEST_LIB_DIR "/libcuda.so.1",
-                  PROBE_BINARY, SAXPY_BINARY, SAXPY_PTX});
+  std::vector<std::string> make_rootfs = {
+      MAKE_ROOTFS,  world->rootfs, "--lib",  GUEST_LIB_DIR "/libcuda.so.1",
+      PROBE_BINARY, SAXPY_BINARY,  SAXPY_PTX};
+  for (const std::string& program : RuntimePrograms()) make_rootfs.push_back(program);
+  Outcome assembled = RunCommand(make_rootfs);
   if (assembled.exit_code != 0) throw std::runtime_error("make_rootfs: " + assembled.output);
   std::string reason = PodmanUnavailableReason(world->rootfs);
   if (!reason.empty()) return reason;
@@ -259,9 +282,9 @@ std::string SetUpWorld() {
   world->kind = "pvgpu-test-" + std::to_string(getpid()) + ".dev/gpu";
   mkdir("/var/run/cdi", 0755);
   world->spec_path = "/var/run/cdi/pvgpu-test-" + std::to_string(getpid()) + ".json";
-  Outcome generated = RunCommand({PVGPU_BINARY, "cdi", "generate", "--host",
-                                  "unix:" + world->dir + "/admin.sock", "--kind", world->kind,
-                                  "--output", world->spec_path});
+  Outcome generated =
+      RunCommand({PVGPU_BINARY, "cdi", "generate", "--host", "unix:" + world->dir + "/admin.sock",
+                  "--kind", world->kind, "--output", world->spec_path});
   if (generated.exit_code != 0) throw std::runtime_error("cdi generate: " + generated.output);
   world->spec = json::parse(ReadFile(world->spec_path));
   // A UUID-named device has the same edits as its index-named twin.

@@ -55,6 +55,7 @@ class HostSession {
   bool is_private() const { return private_host_ != nullptr; }
   // PREFIX/lib/pvgpu/libcuda.so.1.
   std::string guest_library() const { return layout_.guest_lib_dir + "/libcuda.so.1"; }
+  const InstallLayout& layout() const { return layout_; }
 
   // Starts `pvgpu ARGS...` (this executable) with `extra_env` added and PVGPU_HOST set to this
   // host, talking to us through its stdin and stdout (SelfChild).

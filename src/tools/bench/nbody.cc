@@ -16,6 +16,7 @@
 #include "tools/bench/kernels.h"
 #include "tools/bench/reference.h"
 #include "tools/bench/report.h"
+#include "tools/bench/runtime_nbody.h"
 
 namespace pvgpu::tools::bench {
 namespace {
@@ -125,6 +126,22 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
     run.name = "pvgpu channel";
     runs.push_back(std::move(run));
   }
+  // The same step launched through NVIDIA's CUDA runtime (an nvcc-built <<<>>> program) against
+  // the same host: what the runtime layer costs on top of the driver API.
+  std::string runtime_note;
+  {
+    progress.Step("CUDA runtime program through pvgpu");
+    StatusOr<RuntimeNbodyRun> runtime = RunRuntimeNbody(*host, n, steps);
+    if (runtime.ok()) {
+      runs.push_back(
+          Run{"pvgpu channel, CUDA runtime", runtime->seconds, std::move(runtime->positions)});
+    } else if (runtime.status().code() == Code::kNotFound) {
+      runtime_note = runtime.status().message();
+    } else {
+      return runtime.status().WithContext("the CUDA runtime nbody");
+    }
+  }
+  const bool have_runtime = runtime_note.empty();
   const std::string address = host->is_private() ? "private pvgpud" : host->address();
   host->Stop();
   {
@@ -134,8 +151,10 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
     run.name = "cpu adapter in-process";
     runs.push_back(std::move(run));
   }
+  const size_t inprocess = runs.size() - 1;
   progress.Step("plain C++");
   runs.push_back(RunReference(initial, params, steps, 1));
+  const size_t reference_index = runs.size() - 1;
   if (cores > 1) runs.push_back(RunReference(initial, params, steps, cores));
 
   BenchReport report;
@@ -147,7 +166,7 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
   json["iterations"] = steps;
   json["flops_per_interaction"] = kFlopsPerInteraction;
   const double interactions = static_cast<double>(n) * n * steps;
-  const Run& reference = runs[2];  // single-threaded C++
+  const Run& reference = runs[reference_index];  // single-threaded C++
   TextTable table(
       {"implementation", "ms/step", "Ginteractions/s", "GFLOP/s", "vs channel", "max |diff|"});
   Json rows = Json::array();
@@ -180,14 +199,24 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
   report.plot = plot;
   json["runs"] = rows;
   // Speed ratio (higher is better for the channel), like the other benchmarks' ratios inverted.
-  json["channel_speed_vs_inprocess"] = runs[1].seconds / runs[0].seconds;
+  json["channel_speed_vs_inprocess"] = runs[inprocess].seconds / runs[0].seconds;
+  // The CUDA runtime row's speed relative to the driver-API row (1: the runtime costs nothing).
+  if (have_runtime) {
+    json["runtime_speed_vs_driver_api"] = runs[0].seconds / runs[1].seconds;
+  } else {
+    json["runtime_speed_vs_driver_api"] = nullptr;
+    json["runtime_note"] = runtime_note;
+  }
   json["results_agree"] = report.results_ok;
   report.table = "pvgpu bench nbody: " + std::to_string(n) + " bodies, " + std::to_string(steps) +
                  " timed steps after 1 warm-up, " + FormatNumber(kFlopsPerInteraction, 0) +
                  " flops/interaction; host: " + address + "\n\n" + table.Render() +
                  "\nspeed through the channel / speed of the in-process adapter: " +
-                 FormatRatio(runs[1].seconds / runs[0].seconds) + "; results " +
-                 (report.results_ok ? "agree" : "DISAGREE") + " (tolerance " +
+                 FormatRatio(runs[inprocess].seconds / runs[0].seconds) +
+                 (have_runtime ? "; CUDA runtime / driver API through the channel: " +
+                                     FormatRatio(runs[0].seconds / runs[1].seconds)
+                               : "; no CUDA runtime row: " + runtime_note) +
+                 "; results " + (report.results_ok ? "agree" : "DISAGREE") + " (tolerance " +
                  FormatNumber(kTolerance, 4) + ", relative to 1-thread C++)\n";
   return report;
 }

@@ -1,0 +1,51 @@
+// Launch-configuration errors as cudart reports them: an impossible shape is
+// cudaErrorInvalidConfiguration, from cudaGetLastError (and cudaPeekAtLastError, which keeps
+// it), not sticky: the next correct launch runs.
+#include "runtime_check.h"
+
+__global__ void Touch(int* data) {
+  const int i = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) data[i] = i + 1;
+}
+
+void ExpectGoodLaunch(int* data) {
+  CHECK(cudaMemset(data, 0, 4 * sizeof(int)));
+  Touch<<<4, 32>>>(data);
+  CHECK_LAUNCH();
+  int host[4];
+  CHECK(cudaMemcpy(host, data, sizeof(host), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(host[i] == i + 1);
+}
+
+void ExpectInvalidConfiguration(const char* what, dim3 grid, dim3 block, int* data) {
+  Touch<<<grid, block>>>(data);
+  const cudaError_t peeked = cudaPeekAtLastError();
+  const cudaError_t last = cudaGetLastError();
+  if (peeked != cudaErrorInvalidConfiguration || last != cudaErrorInvalidConfiguration) {
+    std::fprintf(stderr, "%s: peek %s, last %s, expected cudaErrorInvalidConfiguration\n", what,
+                 cudaGetErrorName(peeked), cudaGetErrorName(last));
+    std::exit(1);
+  }
+  CHECK(cudaGetLastError());       // read once, then cleared
+  CHECK(cudaDeviceSynchronize());  // nothing ran, nothing failed
+}
+
+int main() {
+  int* data;
+  CHECK(cudaMalloc(&data, 4 * sizeof(int)));
+  ExpectGoodLaunch(data);
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  ExpectInvalidConfiguration("too many threads per block", dim3(1),
+                             dim3(prop.maxThreadsPerBlock * 2), data);
+  ExpectGoodLaunch(data);
+  ExpectInvalidConfiguration("block z beyond its limit", dim3(1),
+                             dim3(1, 1, prop.maxThreadsDim[2] + 1), data);
+  ExpectInvalidConfiguration("grid y beyond its limit", dim3(1, prop.maxGridSize[1] + 1), dim3(32),
+                             data);
+  ExpectInvalidConfiguration("empty grid", dim3(0), dim3(32), data);
+  ExpectGoodLaunch(data);
+  CHECK(cudaFree(data));
+  std::printf("launch-configuration errors: ok\n");
+  return 0;
+}
