@@ -27,6 +27,10 @@
 #              quick runs over tls://, within deadlines.
 #   shaped_bench  (not run by CTest) the full bandwidth and latency benches over that link, for
 #              their figures; RATE (tc syntax) and DELAY_MS set the shaping.
+#   figures    (not run by CTest) the full bandwidth and latency benches against one pvgpud over
+#              its unix socket, tcp:// and tls:// on loopback, one after the other in ROUNDS
+#              rounds (default 1, the schemes' order rotating), and a table of the figures side
+#              by side; the JSON stays in OUT (default: not kept). No root needed.
 #
 # The netns cases need root and `ip netns`; without them they exit 77 (ctest SKIP) and say why.
 # Namespaces, links and daemons get names unique to this run and are removed on every exit.
@@ -419,6 +423,54 @@ case "$CASE" in
         bench "$bench" --host "tls://$HOST_IP:7070"
       cat "$WORK/shaped-$bench.out"
     done
+    ;;
+  figures)
+    # Not a CTest test: the figures of docs/remote.md, every scheme in the same run.
+    start_daemon all "" "unix:$WORK/host.sock" --listen "tcp://127.0.0.1:0" \
+      --listen "tls://127.0.0.1:0"
+    tcp="$(grep -oE 'listening on tcp://[^ ]*' "$WORK/all.log" | head -1 | sed 's/listening on //')"
+    tls="$(grep -oE 'listening on tls://[^ ]*' "$WORK/all.log" | head -1 | sed 's/listening on //')"
+    [[ -n "$tcp" && -n "$tls" ]] || fail "no bound addresses in the log"
+    schemes=("unix:$WORK/host.sock" "$tcp" "$tls")
+    out="${OUT:-$WORK/figures}"
+    mkdir -p "$out"
+    for ((round = 0; round < ${ROUNDS:-1}; ++round)); do
+      for ((i = 0; i < 3; ++i)); do
+        address="${schemes[(i + round) % 3]}"
+        for bench in bandwidth latency; do
+          name="$bench-${address%%:*}-$round"
+          DEADLINE_S=900 finish_within "$name" "" "$address" "$PVGPU" bench "$bench" --json \
+            --host "$address"
+          cp "$WORK/$name.out" "$out/$name.json"
+        done
+      done
+    done
+    python3 - "$out" <<'PY' || fail "figures: bad JSON"
+import glob, json, os, sys
+def rate(d, key):
+    return d["rows"][-1][key]
+print(f"{'run':<10} {'HtoD GB/s':>9} {'(limit)':>8} {'DtoH GB/s':>9} {'(limit)':>8} "
+      f"{'4B DtoH us':>10} {'raw RT us':>9} {'ratio':>6} {'launches ratio':>14}")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "bandwidth-*.json"))):
+    scheme, rnd = os.path.basename(f)[len("bandwidth-"):-len(".json")].rsplit("-", 1)
+    b = json.load(open(f))
+    l = json.load(open(f.replace("bandwidth-", "latency-")))
+    p, lp = b.get("path", {}), l.get("path", {})
+    lim = lambda k: f"{p[k]:8.2f}" if k in p else f"{'-':>8}"
+    rt = lp.get("raw_round_trip_us")
+    ratios = l.get("ratios", {})
+    print(f"{scheme + '/' + rnd:<10} {rate(b, 'htod_pageable'):9.2f} {lim('htod_limit_gbps')} "
+          f"{rate(b, 'dtoh_pageable'):9.2f} {lim('dtoh_limit_gbps')} "
+          f"{l['copy_dtoh_small_us']['channel']:10.1f} "
+          f"{(f'{rt:9.1f}' if rt else f'{chr(45):>9}')} "
+          f"{ratios.get('copy_dtoh_small_vs_raw_round_trip', float('nan')):6.2f} "
+          f"{ratios.get('launch_batch_vs_round_trip_plus_inprocess', float('nan')):14.2f}")
+    if p.get("cipher"):
+        print(f"{'':<10} cipher {p['cipher']}: {p['cipher_one_core_gbps']:.2f} GB/s on one core; "
+              f"raw TCP {p['raw_send_gbps']:.2f} / {p['raw_receive_gbps']:.2f} GB/s")
+    elif p.get("raw_send_gbps"):
+        print(f"{'':<10} raw TCP {p['raw_send_gbps']:.2f} / {p['raw_receive_gbps']:.2f} GB/s")
+PY
     ;;
   *)
     fail "unknown case $CASE"
