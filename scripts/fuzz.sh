@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the decoders that read a guest's bytes, with libFuzzer (clang), ASan and UBSan.
 #
-#   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET for SECONDS; TARGET: protocol, ptx, fatbin, all
+#   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET for SECONDS; TARGET: protocol, ptx, fatbin,
+#                                    stream, all
 #   scripts/fuzz.sh replay           run every target once over its corpus (-runs=0), as CI does,
 #                                    and build the guest libraries with clang's lock analysis
 #
@@ -9,6 +10,8 @@
 #   protocol  src/protocol/dispatch_fuzzer.cc   seeds tests/fuzz/protocol
 #   ptx       src/ptx/ptx_parser_fuzzer.cc      seeds tests/ptx_corpus/fuzz_seeds
 #   fatbin    src/fatbin/fatbin_fuzzer.cc       seeds tests/fuzz/fatbin
+#   stream    src/transport/stream_frames_fuzzer.cc  seeds tests/fuzz/stream_frames (the remote
+#             channel's frame decoder: bytes from the network)
 # New inputs go to build-fuzz/corpus/TARGET (the seeds in the repository are only read); crashes
 # to build-fuzz/crashes/TARGET-*. Environment: PVGPU_FUZZ_BUILD_DIR (default build-fuzz),
 # PVGPU_JOBS (default 2), PVGPU_FUZZ_ARGS (more libFuzzer flags). See docs/fuzzing.md.
@@ -16,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,17p' "$0" >&2
   exit 64
 }
 [[ $# -ge 1 ]] || usage
@@ -26,15 +29,16 @@ seconds="${2:-}"
 
 build_dir="${PVGPU_FUZZ_BUILD_DIR:-build-fuzz}"
 declare -A source=([protocol]=src/protocol/dispatch_fuzzer.cc [ptx]=src/ptx/ptx_parser_fuzzer.cc
-                   [fatbin]=src/fatbin/fatbin_fuzzer.cc)
+                   [fatbin]=src/fatbin/fatbin_fuzzer.cc
+                   [stream]=src/transport/stream_frames_fuzzer.cc)
 declare -A binary=([protocol]=src/protocol/dispatch_fuzzer [ptx]=src/ptx/ptx_parser_fuzzer
-                   [fatbin]=src/fatbin/fatbin_fuzzer)
+                   [fatbin]=src/fatbin/fatbin_fuzzer [stream]=src/transport/stream_frames_fuzzer)
 declare -A seeds=([protocol]=tests/fuzz/protocol [ptx]=tests/ptx_corpus/fuzz_seeds
-                  [fatbin]=tests/fuzz/fatbin)
+                  [fatbin]=tests/fuzz/fatbin [stream]=tests/fuzz/stream_frames)
 
 case "$mode" in
-  all | replay) targets=(protocol ptx fatbin) ;;
-  protocol | ptx | fatbin) targets=("$mode") ;;
+  all | replay) targets=(protocol ptx fatbin stream) ;;
+  protocol | ptx | fatbin | stream) targets=("$mode") ;;
   *) usage ;;
 esac
 

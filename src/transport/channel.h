@@ -243,10 +243,13 @@ Status VerifySealedMemfd(int fd, uint64_t min_bytes);
 // SendFd/ReceiveFd are kNotSupported. A peer silent for dead_after_ms (heartbeats every
 // heartbeat_ms) breaks the channel with kDeviceUnavailable.
 struct RemoteOptions {
-  std::string token;              // guest: presented; host: required of every guest (tls://)
-  std::string tls_ca_file;        // guest: CA certificates (PEM); empty: the system's store
-  std::string tls_cert_file;      // host: certificate chain (PEM)
-  std::string tls_key_file;       // host: private key (PEM)
+  std::string token;          // guest: presented; host: required of every guest (tls://)
+  std::string tls_ca_file;    // guest: CA certificates (PEM); empty: the system's store
+  std::string tls_cert_file;  // host: certificate chain (PEM)
+  std::string tls_key_file;   // host: private key (PEM)
+  // TLS 1.3 cipher suites in order of preference (OpenSSL's syntax); empty: AES-GCM first
+  // where the CPU accelerates it, else ChaCha20-Poly1305 first (tls_cipher.h).
+  std::string tls_ciphersuites;
   int connect_timeout_ms = 5000;  // TCP connect, TLS handshake and set-up record, each side
   int heartbeat_ms = 1000;
   int dead_after_ms = 5000;
@@ -259,7 +262,8 @@ bool IsRemoteAddress(const std::string& address);
 // Reads a token file (first line, trimmed; 16 to 1024 characters).
 StatusOr<std::string> ReadRemoteToken(const std::string& path);
 
-// The guest's options from PVGPU_TOKEN_FILE (else PVGPU_TOKEN) and PVGPU_TLS_CA.
+// The guest's options from PVGPU_TOKEN_FILE (else PVGPU_TOKEN), PVGPU_TLS_CA and
+// PVGPU_TLS_CIPHERSUITES.
 StatusOr<RemoteOptions> GuestRemoteOptionsFromEnvironment();
 
 // Guest side: connects, runs TLS (checking the host's certificate against the CA and the host
@@ -267,6 +271,35 @@ StatusOr<RemoteOptions> GuestRemoteOptionsFromEnvironment();
 // kNotPermitted for an untrusted certificate or a rejected token ("token rejected").
 StatusOr<std::unique_ptr<Endpoint>> ConnectRemote(const std::string& address,
                                                   const RemoteOptions& options);
+
+// The path to a remote host without pvgpu on it, for benchmarks to measure against: a
+// connection set up as a guest's is (TCP, TLS, token), on which the host then serves plain TCP
+// (tcp_probe.h): an 8-byte echo, a sink and a source. After set-up the bytes are not encrypted
+// (the host only echoes, discards or sends zeros, for at most two minutes), so the figures are
+// the raw socket's between the same two ends; for TLS's own cost see tls_cipher.h. Not over
+// kernel TLS (kNotSupported), where the kernel seals every byte.
+class RemotePathProbe {
+ public:
+  static StatusOr<std::unique_ptr<RemotePathProbe>> Connect(const std::string& address,
+                                                            const RemoteOptions& options);
+  ~RemotePathProbe();
+  // Mean microseconds of `count` 8-byte ping-pongs.
+  StatusOr<double> RoundTripMicros(int count);
+  // Bytes per second of `bytes` sent to the host (until it says all arrived) and from it.
+  StatusOr<double> SendBytesPerSecond(uint64_t bytes);
+  StatusOr<double> ReceiveBytesPerSecond(uint64_t bytes);
+  // The TLS cipher suite set-up used ("" for tcp://), as ByteStream::Security says it.
+  std::string security() const;
+  // One core's rate sealing 16 KiB records with TLS 1.3 suite `suite` (the part of
+  // security() before any comma), in bytes per second, measured in this process for about
+  // `seconds`: a TLS channel's other limit.
+  static StatusOr<double> CipherBytesPerSecond(const std::string& suite, double seconds);
+  struct State;
+
+ private:
+  explicit RemotePathProbe(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 // Host side. Listen refuses tcp:// on a non-loopback address (kNotPermitted) and tls:// without
 // certificate, key and token (kInvalidValue). Connections are set up (TLS, token) on their own

@@ -1,18 +1,8 @@
-// The remote channel's Endpoint: the local channel's command stream, carried as length-prefixed
-// frames over a byte stream (plain TCP on loopback, or TLS).
-//
-// Frames (little-endian): u32 length, u32 type, then `length` bytes.
-//   kMessage    one Endpoint message (length <= max_message_size)
-//   kFence      u64: the host's completion fence; the reader keeps the largest value seen
-//   kHeartbeat  empty: sent after heartbeat_ms without other output, so silence means trouble
-//   kGoodbye    empty: orderly close (the peer's logs then say "closed", not "lost")
-//
-// One I/O thread per endpoint owns the stream (TLS objects are single-threaded). Send appends
-// frames to a pending buffer and returns; the thread takes everything pending in one batch and
-// writes it non-stop, so pipelined commands and bulk chunks coalesce into large writes. The
-// host's PublishFence only marks the fence dirty: at most one fence frame goes out per batch,
-// after the replies of that batch. Incoming frames are parsed as they arrive, so the fence
-// advances, and liveness is tracked, even while no one calls Receive.
+// The remote channel's Endpoint: the local channel's command stream, carried as frames
+// (stream_frames.h) over a byte stream (plain TCP on loopback, or TLS). stream_endpoint.h says
+// which thread moves the bytes when; in short, callers that wait do their own I/O, bulk data
+// is written from the caller's buffers and read straight into the message, and bursts of small
+// messages are written by the endpoint's I/O thread in large writes.
 //
 // Failure: after dead_after_ms without a byte from the peer (its heartbeats stop when the
 // process, host or network is gone) the endpoint breaks and every waiter, including a Send
@@ -33,7 +23,8 @@ struct StreamEndpointOptions {
   size_t max_message_size = 4u << 20;
   int heartbeat_ms = 1000;
   int dead_after_ms = 5000;
-  // Send blocks while this much output is waiting for the socket.
+  // Send of a small message blocks while this much queued output waits for the socket (a large
+  // one always waits until the socket has taken it).
   size_t send_buffer_bytes = 16u << 20;
   // Reading stops (and TCP pushes back on the peer) while this much input waits for Receive.
   size_t receive_buffer_bytes = 32u << 20;

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "transport/channel.h"
 #include "transport/tcp_endpoint.h"
+#include "transport/tcp_probe.h"
 #include "transport/tcp_setup.h"
 #include "transport/tcp_socket.h"
 #include "transport/tls_stream.h"
@@ -125,14 +126,25 @@ void RemoteListener::State::SetUp(UniqueFd fd, std::string peer, Setup* self) {
   } else {
     stream = internal::MakePlainStream(std::move(fd));
   }
+  internal::SetupPurpose purpose = internal::SetupPurpose::kSession;
   Status setup = internal::HostSetup(*stream, tls ? options.token : std::string(),
-                                     static_cast<uint32_t>(options.max_message_size), deadline);
+                                     static_cast<uint32_t>(options.max_message_size), deadline,
+                                     &purpose, !stream->kernel_tls());
   if (!setup.ok()) return refuse(setup.message());
+  if (purpose == internal::SetupPurpose::kProbe) {
+    // A benchmark measuring the path: served here, on the set-up thread, never a session.
+    PVGPU_DEBUG("serving a path probe for " << peer << " on " << bound);
+    internal::ServeProbe(*stream, peer);
+    return finish(nullptr);
+  }
   internal::StreamEndpointOptions endpoint;
   endpoint.max_message_size = options.max_message_size;
   endpoint.heartbeat_ms = options.heartbeat_ms;
   endpoint.dead_after_ms = options.dead_after_ms;
   endpoint.description = bound + " from " + peer;
+  if (const std::string security = stream->Security(); !security.empty()) {
+    endpoint.description += " (" + security + ")";
+  }
   PVGPU_DEBUG("guest from " << peer << " passed set-up on " << bound);
   finish(internal::MakeStreamEndpoint(std::move(stream), endpoint));
 }
@@ -161,7 +173,8 @@ StatusOr<std::unique_ptr<RemoteListener>> RemoteListener::Listen(const std::stri
     }
     PVGPU_TRY(internal::CheckToken(options.token, "the token file"));
     PVGPU_ASSIGN_OR_RETURN(
-        state->tls, internal::TlsContext::ForServer(options.tls_cert_file, options.tls_key_file));
+        state->tls, internal::TlsContext::ForServer(options.tls_cert_file, options.tls_key_file,
+                                                    options.tls_ciphersuites));
   }
   const internal::SocketAddress& bind_address = addresses.front();
   state->socket = UniqueFd(::socket(bind_address.storage.ss_family,

@@ -9,6 +9,7 @@ namespace pvgpu::transport::internal {
 namespace {
 
 constexpr char kMagic[8] = {'P', 'V', 'G', 'P', 'U', 'T', 'C', 'P'};
+constexpr char kProbeMagic[8] = {'P', 'V', 'G', 'P', 'U', 'P', 'R', 'B'};
 
 struct GuestRecord {
   char magic[8];
@@ -42,10 +43,10 @@ bool TokensEqual(const std::string& presented, const std::string& expected) {
 }  // namespace
 
 StatusOr<uint32_t> GuestSetup(ByteStream& stream, const std::string& token,
-                              const Deadline& deadline) {
+                              const Deadline& deadline, SetupPurpose purpose) {
   GuestRecord record{};
-  std::memcpy(record.magic, kMagic, sizeof(kMagic));
-  record.version = kTransportVersion;
+  std::memcpy(record.magic, purpose == SetupPurpose::kProbe ? kProbeMagic : kMagic, sizeof(kMagic));
+  record.version = kRemoteTransportVersion;
   record.token_length = static_cast<uint32_t>(token.size());
   std::vector<uint8_t> bytes(sizeof(record) + token.size());
   std::memcpy(bytes.data(), &record, sizeof(record));
@@ -69,6 +70,9 @@ StatusOr<uint32_t> GuestSetup(ByteStream& stream, const std::string& token,
                    "token rejected by the host (check PVGPU_TOKEN_FILE or PVGPU_TOKEN)");
     case SetupResult::kVersionMismatch:
       return Error(Code::kNotSupported, "the host speaks another transport version");
+    case SetupResult::kProbeUnavailable:
+      return Error(Code::kNotSupported,
+                   "the host cannot serve a path probe on this connection (kernel TLS)");
     default:
       return Error(Code::kInvalidValue, "the host refused the set-up record (result " +
                                             std::to_string(reply.result) + ")");
@@ -80,7 +84,7 @@ StatusOr<uint32_t> GuestSetup(ByteStream& stream, const std::string& token,
 }
 
 Status HostSetup(ByteStream& stream, const std::string& expected_token, uint32_t max_message_size,
-                 const Deadline& deadline) {
+                 const Deadline& deadline, SetupPurpose* purpose, bool probe_possible) {
   GuestRecord record{};
   PVGPU_TRY(ReadExact(stream, {reinterpret_cast<uint8_t*>(&record), sizeof(record)}, deadline));
   HostRecord reply{};
@@ -91,14 +95,16 @@ Status HostSetup(ByteStream& stream, const std::string& expected_token, uint32_t
     (void)WriteAll(stream, Bytes(&reply, sizeof(reply)), deadline);
     return Error(code, reason);
   };
-  if (std::memcmp(record.magic, kMagic, sizeof(kMagic)) != 0) {
+  const bool probe = std::memcmp(record.magic, kProbeMagic, sizeof(kProbeMagic)) == 0;
+  if (!probe && std::memcmp(record.magic, kMagic, sizeof(kMagic)) != 0) {
     return refuse(SetupResult::kBadRecord, Code::kInvalidValue,
                   "not a pvgpu set-up record (a TLS guest on a tcp:// listener?)");
   }
-  if (record.version != kTransportVersion) {
+  *purpose = probe ? SetupPurpose::kProbe : SetupPurpose::kSession;
+  if (record.version != kRemoteTransportVersion) {
     return refuse(SetupResult::kVersionMismatch, Code::kNotSupported,
                   "transport version " + std::to_string(record.version) + ", expected " +
-                      std::to_string(kTransportVersion));
+                      std::to_string(kRemoteTransportVersion));
   }
   if (record.token_length > kMaxTokenBytes) {
     return refuse(SetupResult::kBadRecord, Code::kInvalidValue, "token longer than allowed");
@@ -107,6 +113,10 @@ Status HostSetup(ByteStream& stream, const std::string& expected_token, uint32_t
   PVGPU_TRY(ReadExact(stream, {reinterpret_cast<uint8_t*>(token.data()), token.size()}, deadline));
   if (!expected_token.empty() && !TokensEqual(token, expected_token)) {
     return refuse(SetupResult::kTokenRejected, Code::kNotPermitted, "token rejected");
+  }
+  if (probe && !probe_possible) {
+    return refuse(SetupResult::kProbeUnavailable, Code::kNotSupported,
+                  "path probe asked for on a kernel TLS connection");
   }
   reply.result = static_cast<uint32_t>(SetupResult::kOk);
   return WriteAll(stream, Bytes(&reply, sizeof(reply)), deadline);

@@ -4,10 +4,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 namespace pvgpu::transport::internal {
 namespace {
@@ -37,6 +39,28 @@ class PlainStream final : public ByteStream {
     }
   }
 
+  IoResult Writev(std::span<const std::span<const uint8_t>> pieces) override {
+    iovec vectors[64];
+    size_t count = 0;
+    for (const auto& piece : pieces) {
+      if (count == std::size(vectors)) break;
+      if (piece.empty()) continue;
+      vectors[count++] = {const_cast<uint8_t*>(piece.data()), piece.size()};
+    }
+    msghdr message{};
+    message.msg_iov = vectors;
+    message.msg_iovlen = count;
+    for (;;) {
+      const ssize_t n = ::sendmsg(fd_.get(), &message, MSG_NOSIGNAL);
+      if (n > 0) return {IoResult::kDone, static_cast<size_t>(n), {}};
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return {IoResult::kWantWrite, 0, {}};
+      return {IoResult::kError, 0, n == 0 ? "short write" : std::strerror(errno)};
+    }
+  }
+
+  bool duplex() const override { return true; }
+  bool buffers_input() const override { return false; }
   void ShutdownWrite() override { ::shutdown(fd_.get(), SHUT_WR); }
   int fd() const override { return fd_.get(); }
 
@@ -45,6 +69,13 @@ class PlainStream final : public ByteStream {
 };
 
 }  // namespace
+
+IoResult ByteStream::Writev(std::span<const std::span<const uint8_t>> pieces) {
+  for (const auto& piece : pieces) {
+    if (!piece.empty()) return Write(piece.data(), piece.size());
+  }
+  return {IoResult::kError, 0, "nothing to write"};
+}
 
 std::unique_ptr<ByteStream> MakePlainStream(UniqueFd fd) {
   return std::make_unique<PlainStream>(std::move(fd));
@@ -113,10 +144,21 @@ ScopedNoSigpipe::~ScopedNoSigpipe() {
 
 Status WriteAll(ByteStream& stream, std::span<const uint8_t> bytes, const Deadline& deadline) {
   ScopedNoSigpipe no_sigpipe;
-  return TransferAll(
+  PVGPU_TRY(TransferAll(
       stream, bytes.size(), deadline,
       [&](size_t offset, size_t count) { return stream.Write(bytes.data() + offset, count); },
-      "timed out sending the set-up record");
+      "timed out sending the set-up record"));
+  for (;;) {
+    const IoResult r = stream.Flush();
+    if (r.kind == IoResult::kDone) return Status::Ok();
+    if (r.kind != IoResult::kWantWrite && r.kind != IoResult::kWantRead) {
+      return Error(Code::kDeviceUnavailable,
+                   r.error.empty() ? "peer closed the connection" : r.error);
+    }
+    if (!PollFor(stream.fd(), r.kind, deadline)) {
+      return Error(Code::kNotReady, "timed out sending the set-up record");
+    }
+  }
 }
 
 Status ReadExact(ByteStream& stream, std::span<uint8_t> bytes, const Deadline& deadline) {

@@ -12,6 +12,7 @@
 
 #include "transport/tcp_test_util.h"
 #include "transport/test_util.h"
+#include "transport/tls_cipher.h"
 #include "transport/tls_test_pki.h"
 
 namespace pvgpu::transport {
@@ -176,6 +177,58 @@ TEST_F(TlsChannel, SilentClientDoesNotBlockOthers) {
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof(target)), 0);
   ExpectServes(*listener);
   ::close(fd);
+}
+
+// The suite both ends agree on, as the endpoint describes it.
+std::string Negotiated(const RemoteOptions& host, const RemoteOptions& guest) {
+  auto pair = ConnectPair("tls://127.0.0.1:0", host, guest);
+  if (!pair.guest || !pair.host) return "(no connection)";
+  const std::string text = pair.guest->Describe();
+  EXPECT_NE(pair.host->Describe().find(text.substr(text.find('('))), std::string::npos)
+      << "the two ends disagree: " << text << " / " << pair.host->Describe();
+  return text;
+}
+
+TEST_F(TlsChannel, CipherSuiteFollowsWhatTheCpuAccelerates) {
+  const std::string fast =
+      internal::CpuAcceleratesAesGcm() ? "TLS_AES_128_GCM_SHA256" : "TLS_CHACHA20_POLY1305_SHA256";
+  EXPECT_NE(Negotiated(host_, guest_).find(fast), std::string::npos) << Negotiated(host_, guest_);
+  // A guest whose CPU lacks AES instructions puts ChaCha20 first; the host follows it.
+  RemoteOptions slow_guest = guest_;
+  slow_guest.tls_ciphersuites = "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256";
+  EXPECT_NE(Negotiated(host_, slow_guest).find("TLS_CHACHA20_POLY1305_SHA256"), std::string::npos);
+  // Otherwise the host's order decides (a guest preferring AES-256 still gets the host's).
+  RemoteOptions other_guest = guest_;
+  other_guest.tls_ciphersuites = "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256";
+  RemoteOptions aes_host = host_;
+  aes_host.tls_ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384";
+  EXPECT_NE(Negotiated(aes_host, other_guest).find("TLS_AES_128_GCM_SHA256"), std::string::npos);
+  // Messages cross with either.
+  auto pair = ConnectPair("tls://127.0.0.1:0", host_, slow_guest);
+  ASSERT_TRUE(pair.guest && pair.host);
+  ASSERT_TRUE(pair.guest->Send(Pattern(9, 300000)).ok());
+  std::vector<uint8_t> message;
+  ASSERT_TRUE(pair.host->Receive(&message, 10000).ok());
+  EXPECT_TRUE(MatchesPattern(message, 9));
+}
+
+TEST_F(TlsChannel, BadCipherSuitesAreRefusedClearly) {
+  host_.tls_ciphersuites = "TLS_NO_SUCH_SUITE";
+  auto listener = RemoteListener::Listen("tls://127.0.0.1:0", host_);
+  ASSERT_FALSE(listener.ok());
+  EXPECT_EQ(listener.status().code(), Code::kInvalidValue);
+  EXPECT_NE(listener.status().message().find("cipher suites"), std::string::npos)
+      << listener.status().message();
+}
+
+TEST(TlsCipher, OneCoreRateIsMeasured) {
+  for (const char* suite : {"TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256"}) {
+    auto rate = internal::MeasureCipherBytesPerSecond(suite, 0.05);
+    ASSERT_TRUE(rate.ok()) << suite << ": " << rate.status().ToString();
+    EXPECT_GT(*rate, 1e6) << suite;  // any machine seals more than a megabyte a second
+  }
+  EXPECT_EQ(internal::MeasureCipherBytesPerSecond("TLS_NULL", 0.01).status().code(),
+            Code::kInvalidValue);
 }
 
 }  // namespace

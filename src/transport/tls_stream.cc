@@ -1,10 +1,16 @@
 #include "transport/tls_stream.h"
 
+#include <sys/socket.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include "transport/openssl_api.h"
 #include "transport/tcp_socket.h"
+#include "transport/tls_cipher.h"
 
 namespace pvgpu::transport::internal {
 namespace {
@@ -21,13 +27,87 @@ std::string TakeOpenSslErrors(const OpenSslApi& api) {
   return out.empty() ? "unknown TLS error" : out;
 }
 
+// Encrypted records are gathered into writes of this size: OpenSSL writes each record (at
+// most 16 KiB of data) with a system call of its own otherwise.
+constexpr int kWriteBufferBytes = 256 << 10;
+// ... and read ahead by up to this much per system call, instead of a record header and then
+// its body, two calls per record.
+constexpr size_t kReadBufferBytes = 256u << 10;
+
+// The socket end of the write chain once set-up is over: writes with send(MSG_NOSIGNAL), so that
+// a peer that is gone fails the write with EPIPE instead of raising SIGPIPE in whichever thread
+// wrote (callers' threads write too; OpenSSL's socket BIO uses write(2)). Its data is the fd,
+// which the stream owns.
+const OpenSslApi* sink_api = nullptr;
+
+int SinkWrite(BIO* bio, const char* data, int size) {
+  const OpenSslApi& api = *sink_api;
+  api.BIO_clear_flags(bio, BIO_FLAGS_RWS | BIO_FLAGS_SHOULD_RETRY);
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(api.BIO_get_data(bio)));
+  for (;;) {
+    const ssize_t n = ::send(fd, data, static_cast<size_t>(size), MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      api.BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY);
+    }
+    return -1;
+  }
+}
+
+long SinkControl(BIO*, int command, long, void*) {
+  return command == BIO_CTRL_FLUSH ? 1 : 0;  // nothing is held here; no other control applies
+}
+
+StatusOr<BIO*> NewSink(const OpenSslApi& api, int fd) {
+  static std::once_flag once;
+  static BIO_METHOD* method = nullptr;
+  std::call_once(once, [&api] {
+    sink_api = &api;
+    const int index = api.BIO_get_new_index();
+    if (index < 0) return;
+    method = api.BIO_meth_new(index | BIO_TYPE_SOURCE_SINK, "pvgpu socket sink");
+    if (method == nullptr) return;
+    api.BIO_meth_set_write(method, SinkWrite);
+    api.BIO_meth_set_ctrl(method, SinkControl);
+  });
+  BIO* bio = method != nullptr ? api.BIO_new(method) : nullptr;
+  if (bio == nullptr) return Error(Code::kUnknown, "cannot make the TLS socket BIO");
+  api.BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  api.BIO_set_init(bio, 1);
+  return bio;
+}
+
 class TlsStream final : public ByteStream {
  public:
   TlsStream(const OpenSslApi& api, UniqueFd fd, SSL* ssl)
       : api_(api), fd_(std::move(fd)), ssl_(ssl) {}
   ~TlsStream() override { api_.SSL_free(ssl_); }
 
+  // After the handshake: notes whether the kernel took the records over (kernel TLS, where
+  // the kernel offers it and OpenSSL was built for it), and otherwise writes through a buffer
+  // into the MSG_NOSIGNAL sink, so that records leave in large writes.
+  Status FinishSetUp() {
+    BIO* socket = api_.SSL_get_wbio(ssl_);
+    kernel_send_ = api_.BIO_ctrl(socket, BIO_CTRL_GET_KTLS_SEND, 0, nullptr) > 0;
+    kernel_receive_ =
+        api_.BIO_ctrl(api_.SSL_get_rbio(ssl_), BIO_CTRL_GET_KTLS_RECV, 0, nullptr) > 0;
+    if (kernel_send_) return Status::Ok();
+    PVGPU_ASSIGN_OR_RETURN(BIO * sink, NewSink(api_, fd_.get()));
+    BIO* buffer = api_.BIO_new(api_.BIO_f_buffer());
+    if (buffer == nullptr) {
+      api_.BIO_free(sink);
+      return Error(Code::kUnknown, "BIO_new: " + TakeOpenSslErrors(api_));
+    }
+    api_.BIO_int_ctrl(buffer, BIO_C_SET_BUFF_SIZE, kWriteBufferBytes, 1);  // output side
+    api_.BIO_push(buffer, sink);
+    // Drops the SSL object's write reference to the socket BIO, which stays the read BIO.
+    api_.SSL_set0_wbio(ssl_, buffer);
+    return Status::Ok();
+  }
+
   IoResult Read(uint8_t* data, size_t size) override {
+    KernelWriteGuard no_sigpipe(kernel_send_);  // a read may write (alerts, key updates)
     api_.ERR_clear_error();
     const int n = api_.SSL_read(ssl_, data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
     if (n > 0) return {IoResult::kDone, static_cast<size_t>(n), {}};
@@ -35,19 +115,61 @@ class TlsStream final : public ByteStream {
   }
 
   IoResult Write(const uint8_t* data, size_t size) override {
+    KernelWriteGuard no_sigpipe(kernel_send_);
     api_.ERR_clear_error();
     const int n = api_.SSL_write(ssl_, data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
-    if (n > 0) return {IoResult::kDone, static_cast<size_t>(n), {}};
+    if (n > 0) {
+      unflushed_ = true;
+      return {IoResult::kDone, static_cast<size_t>(n), {}};
+    }
     return Failure(n);
   }
 
+  IoResult Flush() override {
+    if (!unflushed_) return {IoResult::kDone, 0, {}};
+    KernelWriteGuard no_sigpipe(kernel_send_);
+    BIO* out = api_.SSL_get_wbio(ssl_);
+    errno = 0;
+    if (api_.BIO_ctrl(out, BIO_CTRL_FLUSH, 0, nullptr) > 0) {
+      unflushed_ = false;
+      return {IoResult::kDone, 0, {}};
+    }
+    if (api_.BIO_test_flags(out, BIO_FLAGS_SHOULD_RETRY)) return {IoResult::kWantWrite, 0, {}};
+    return {IoResult::kError, 0, errno != 0 ? std::strerror(errno) : "TLS flush failed"};
+  }
+
   void ShutdownWrite() override {
+    KernelWriteGuard no_sigpipe(kernel_send_);
     api_.ERR_clear_error();
     api_.SSL_shutdown(ssl_);  // sends close_notify; we do not wait for the peer's
+    unflushed_ = true;
+    (void)Flush();
   }
   int fd() const override { return fd_.get(); }
 
+  std::string Security() const override {
+    const SSL_CIPHER* cipher = api_.SSL_get_current_cipher(ssl_);
+    std::string out = cipher != nullptr ? api_.SSL_CIPHER_get_name(cipher) : "TLS";
+    if (kernel_send_ && kernel_receive_) return out + ", kernel TLS";
+    if (kernel_send_) return out + ", kernel TLS for sending";
+    return out;
+  }
+  bool kernel_tls() const override { return kernel_send_ || kernel_receive_; }
+  bool HasBufferedInput() const override { return api_.SSL_has_pending(ssl_) != 0; }
+
  private:
+  // Kernel TLS writes with write(2) and sendmsg(2) without MSG_NOSIGNAL: each call that may
+  // write blocks SIGPIPE for its duration (user-space TLS needs none: the sink).
+  class KernelWriteGuard {
+   public:
+    explicit KernelWriteGuard(bool kernel_send) {
+      if (kernel_send) guard_.emplace();
+    }
+
+   private:
+    std::optional<ScopedNoSigpipe> guard_;
+  };
+
   IoResult Failure(int rc) {
     const int error = api_.SSL_get_error(ssl_, rc);
     switch (error) {
@@ -72,6 +194,9 @@ class TlsStream final : public ByteStream {
   const OpenSslApi& api_;
   UniqueFd fd_;
   SSL* ssl_;
+  bool unflushed_ = false;
+  bool kernel_send_ = false;
+  bool kernel_receive_ = false;
 };
 
 // Runs SSL_accept or SSL_connect to completion on a non-blocking socket.
@@ -111,18 +236,37 @@ StatusOr<SSL*> NewSsl(const TlsContext& context, int fd) {
   return ssl;
 }
 
+// What both ends set: TLS 1.3 only, the cipher suites in the order this CPU runs them fastest
+// (the host's order decides, unless the guest puts ChaCha20 first: then its CPU lacks AES
+// instructions and the host follows), kernel TLS where there is one, and reading ahead.
+Status Tune(const OpenSslApi& api, SSL_CTX* ctx, const std::string& ciphersuites, bool server) {
+  api.SetMinProtoVersion(ctx, TLS1_3_VERSION);
+  uint64_t options = SSL_OP_ENABLE_KTLS;
+  if (server) options |= SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA;
+  api.SSL_CTX_set_options(ctx, options);
+  const std::string suites = ciphersuites.empty() ? PreferredCiphersuites() : ciphersuites;
+  if (api.SSL_CTX_set_ciphersuites(ctx, suites.c_str()) != 1) {
+    return Error(Code::kInvalidValue,
+                 "bad TLS 1.3 cipher suites '" + suites + "': " + TakeOpenSslErrors(api));
+  }
+  api.SetReadAhead(ctx);
+  api.SSL_CTX_set_default_read_buffer_len(ctx, kReadBufferBytes);
+  return Status::Ok();
+}
+
 }  // namespace
 
 TlsContext::~TlsContext() { api_->SSL_CTX_free(ctx_); }
 
 StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForServer(const std::string& cert_file,
-                                                            const std::string& key_file) {
+                                                            const std::string& key_file,
+                                                            const std::string& ciphersuites) {
   PVGPU_ASSIGN_OR_RETURN(const OpenSslApi* api, OpenSsl());
   api->ERR_clear_error();
   SSL_CTX* ctx = api->SSL_CTX_new(api->TLS_server_method());
   if (ctx == nullptr) return Error(Code::kUnknown, "SSL_CTX_new: " + TakeOpenSslErrors(*api));
   std::shared_ptr<TlsContext> context(new TlsContext(api, ctx));
-  api->SetMinProtoVersion(ctx, TLS1_3_VERSION);
+  PVGPU_TRY(Tune(*api, ctx, ciphersuites, /*server=*/true));
   // Guests connect once per process; resumption tickets would only cost a round of messages.
   api->SSL_CTX_set_num_tickets(ctx, 0);
   if (api->SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
@@ -140,13 +284,14 @@ StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForServer(const std::string& c
   return context;
 }
 
-StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForClient(const std::string& ca_file) {
+StatusOr<std::shared_ptr<TlsContext>> TlsContext::ForClient(const std::string& ca_file,
+                                                            const std::string& ciphersuites) {
   PVGPU_ASSIGN_OR_RETURN(const OpenSslApi* api, OpenSsl());
   api->ERR_clear_error();
   SSL_CTX* ctx = api->SSL_CTX_new(api->TLS_client_method());
   if (ctx == nullptr) return Error(Code::kUnknown, "SSL_CTX_new: " + TakeOpenSslErrors(*api));
   std::shared_ptr<TlsContext> context(new TlsContext(api, ctx));
-  api->SetMinProtoVersion(ctx, TLS1_3_VERSION);
+  PVGPU_TRY(Tune(*api, ctx, ciphersuites, /*server=*/false));
   api->SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   const int loaded = ca_file.empty()
                          ? api->SSL_CTX_set_default_verify_paths(ctx)
@@ -164,8 +309,9 @@ StatusOr<std::unique_ptr<ByteStream>> TlsAccept(const TlsContext& context, Uniqu
   const OpenSslApi& api = context.api();
   PVGPU_ASSIGN_OR_RETURN(SSL * ssl, NewSsl(context, fd.get()));
   auto stream = std::make_unique<TlsStream>(api, std::move(fd), ssl);
-  PVGPU_TRY(Handshake(api, ssl, stream->fd(), deadline,
-                      [&api](SSL* s) { return api.SSL_accept(s); }));
+  PVGPU_TRY(
+      Handshake(api, ssl, stream->fd(), deadline, [&api](SSL* s) { return api.SSL_accept(s); }));
+  PVGPU_TRY(stream->FinishSetUp());
   return std::unique_ptr<ByteStream>(std::move(stream));
 }
 
@@ -186,8 +332,9 @@ StatusOr<std::unique_ptr<ByteStream>> TlsConnect(const TlsContext& context, Uniq
       return Error(Code::kInvalidValue, "bad host name '" + host + "'");
     }
   }
-  PVGPU_TRY(Handshake(api, ssl, stream->fd(), deadline,
-                      [&api](SSL* s) { return api.SSL_connect(s); }));
+  PVGPU_TRY(
+      Handshake(api, ssl, stream->fd(), deadline, [&api](SSL* s) { return api.SSL_connect(s); }));
+  PVGPU_TRY(stream->FinishSetUp());
   return std::unique_ptr<ByteStream>(std::move(stream));
 }
 

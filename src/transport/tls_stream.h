@@ -1,5 +1,6 @@
-// TLS 1.3 over a TCP connection (OpenSSL 3, loaded on first use: openssl_api.h): contexts for the host (certificate and key) and the
-// guest (trust anchors), and handshakes bounded by a deadline that yield a ByteStream.
+// TLS 1.3 over a TCP connection (OpenSSL 3, loaded on first use: openssl_api.h): contexts for the
+// host (certificate and key) and the guest (trust anchors), and handshakes bounded by a deadline
+// that yield a ByteStream.
 #pragma once
 
 #include <memory>
@@ -18,11 +19,14 @@ struct OpenSslApi;
 class TlsContext {
  public:
   // The host's context: its certificate chain (PEM, leaf first) and private key.
+  // `ciphersuites` (OpenSSL's TLS 1.3 list syntax) overrides PreferredCiphersuites().
   static StatusOr<std::shared_ptr<TlsContext>> ForServer(const std::string& cert_file,
-                                                         const std::string& key_file);
+                                                         const std::string& key_file,
+                                                         const std::string& ciphersuites = "");
   // The guest's context: trusts the CA certificates in `ca_file` (PEM), or the system's
   // default store when it is empty.
-  static StatusOr<std::shared_ptr<TlsContext>> ForClient(const std::string& ca_file);
+  static StatusOr<std::shared_ptr<TlsContext>> ForClient(const std::string& ca_file,
+                                                         const std::string& ciphersuites = "");
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;

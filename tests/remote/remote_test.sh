@@ -13,6 +13,24 @@
 #              fails with CUDA_ERROR_DEVICE_UNAVAILABLE within the bound; a new process works
 #              once the host is back.
 #   two_hosts  two daemons in PVGPU_HOST are two devices; both compute correctly.
+#   cut_copy   the link is cut while a guest copies 256 MiB blocks back and forth: first taken
+#              down, then deleted (what removing a namespace does to its links): the call fails
+#              with CUDA_ERROR_DEVICE_UNAVAILABLE within the bound, and the host ends the
+#              session and frees its memory (pvgpu smi on the host's own unix socket).
+#   stress     tcp:// and tls:// on 127.0.0.1: four threads and streams of mixed copies,
+#              launches, event records and synchronizes, all checked (tests/remote/stress.c),
+#              each run within a deadline. No root needed.
+#   bench      `pvgpu bench bandwidth --quick` and `latency --quick` against a real pvgpud over
+#              tcp:// and tls://, each within a deadline, their JSON well formed. No root needed.
+#   shaped     two namespaces joined by a veth pair shaped with tc (tbf rate 2gbit, netem delay
+#              1ms each way where the kernel has netem): the stress program and the benches'
+#              quick runs over tls://, within deadlines.
+#   shaped_bench  (not run by CTest) the full bandwidth and latency benches over that link, for
+#              their figures; RATE (tc syntax) and DELAY_MS set the shaping.
+#   figures    (not run by CTest) the full bandwidth and latency benches against one pvgpud over
+#              its unix socket, tcp:// and tls:// on loopback, one after the other in ROUNDS
+#              rounds (default 1, the schemes' order rotating), and a table of the figures side
+#              by side; the JSON stays in OUT (default: not kept). No root needed.
 #
 # The netns cases need root and `ip netns`; without them they exit 77 (ctest SKIP) and say why.
 # Namespaces, links and daemons get names unique to this run and are removed on every exit.
@@ -26,10 +44,12 @@ PVGPUD="$BUILD/bin/pvgpud"
 LIBDIR="$BUILD/lib/pvgpu"
 E2E="$BUILD/tests/e2e"
 REMOTE="$BUILD/tests/remote"
+PVGPU="$BUILD/bin/pvgpu"
 BOUND_S=15  # design bound 5 s of silence; asserted with margin
+DEADLINE_S=120  # for runs that must finish (a healthy one takes seconds): catches hangs only
 
-ID="$$$RANDOM"
-ID="${ID: -8}"
+# Eight digits from the pid and $RANDOM ("${ID: -8}" of a shorter string would be empty).
+ID="$(printf '%08d' $(((($$ << 15) + RANDOM) % 100000000)))"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/pvgpu-remote-XXXXXX")"
 HOST_NS="pvgpu-h$ID"
 GUEST_NS="pvgpu-g$ID"
@@ -64,7 +84,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for tool in "$PVGPUD" "$E2E/saxpy_drv" "$REMOTE/long_run" "$REMOTE/two_devices"; do
+for tool in "$PVGPUD" "$PVGPU" "$E2E/saxpy_drv" "$REMOTE/long_run" "$REMOTE/two_devices" \
+  "$REMOTE/stress"; do
   [[ -x "$tool" ]] || fail "missing $tool (build first)"
 done
 command -v openssl >/dev/null || fail "the openssl command is needed (scripts/install-deps.sh)"
@@ -148,11 +169,16 @@ setup_netns() {
   ip netns add "$HOST_NS" 2>"$WORK/netns.err" || skip "ip netns add failed: $(cat "$WORK/netns.err")"
   NETNS_MADE=1
   ip netns add "$GUEST_NS" || fail "ip netns add $GUEST_NS"
+  for ns in "$HOST_NS" "$GUEST_NS"; do ip -n "$ns" link set lo up; done
+  make_link
+}
+
+# The veth pair between the namespaces, with its addresses, up.
+make_link() {
   ip link add "$VETH_H" netns "$HOST_NS" type veth peer name "$VETH_G" netns "$GUEST_NS" ||
     fail "ip link add veth"
   ip -n "$HOST_NS" addr add "$HOST_IP/30" dev "$VETH_H" || fail "ip addr (host)"
   ip -n "$GUEST_NS" addr add "$GUEST_IP/30" dev "$VETH_G" || fail "ip addr (guest)"
-  for ns in "$HOST_NS" "$GUEST_NS"; do ip -n "$ns" link set lo up; done
   ip -n "$HOST_NS" link set "$VETH_H" up || fail "ip link set up (host)"
   ip -n "$GUEST_NS" link set "$VETH_G" up || fail "ip link set up (guest)"
 }
@@ -168,11 +194,11 @@ wait_exit() {
   fail "guest still running ${limit} s after its host was lost (a hang)"
 }
 
-# cut_and_check HOW: starts long_run, waits until it is mid-run, loses the host with HOW,
-# and checks the error and the bound.
+# cut_and_check HOW ADDRESS [MIB]: starts long_run (with MIB-sized copies), waits until it is
+# mid-run, loses the host with HOW, and checks the error and the bound.
 cut_and_check() {
-  local how="$1" address="$2" out="$WORK/long_run.$RANDOM.out"
-  guest "$GUEST_NS" "$address" "$REMOTE/long_run" "$E2E/saxpy.ptx" 600 >"$out" 2>&1 &
+  local how="$1" address="$2" mib="${3:-0}" out="$WORK/long_run.$RANDOM.out"
+  guest "$GUEST_NS" "$address" "$REMOTE/long_run" "$E2E/saxpy.ptx" 600 "$mib" >"$out" 2>&1 &
   local pid=$!
   for _ in $(seq 600); do
     (($(grep -c '^iteration' "$out") >= 3)) && break
@@ -188,6 +214,116 @@ cut_and_check() {
   ((rc == 3)) || fail "expected CUDA_ERROR_DEVICE_UNAVAILABLE (status 3), got $rc: $(tail -n 3 "$out")"
   grep -q "CUDA_ERROR_DEVICE_UNAVAILABLE" "$out" || fail "no DEVICE_UNAVAILABLE in output"
   ((elapsed < BOUND_S)) || fail "the failure took ${elapsed} s (bound ${BOUND_S} s)"
+  CUT_CALL="$(grep -o 'FAILED [a-zA-Z_0-9]*' "$out" | head -1)"
+}
+
+# guest_after_cut ADDRESS: a new guest works once the link is back. Neighbour entries that
+# failed during the cut can make the first connections fail fast ("No route to host") for a
+# moment, so it is flushed and the guest tried for a few seconds.
+guest_after_cut() {
+  ip -n "$GUEST_NS" neigh flush all 2>/dev/null
+  for _ in $(seq 10); do
+    guest "$GUEST_NS" "$1" "$E2E/saxpy_drv" >"$WORK/after-cut.out" 2>&1 && return 0
+    grep -q "No route to host\|Network is unreachable" "$WORK/after-cut.out" || break
+    sleep 0.5
+  done
+  fail "new guest after the link came back: $(cat "$WORK/after-cut.out")"
+}
+
+# The host at unix socket $1 has no guest session left and no device memory in use, within the
+# bound: a lost guest's session ends and its allocations are freed.
+expect_host_freed() {
+  local socket="$1" start=$SECONDS status
+  for _ in $(seq $((BOUND_S * 5))); do
+    status="$("$PVGPU" smi --json --host "unix:$socket" 2>&1)" || fail "pvgpu smi: $status"
+    if python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+sys.exit(0 if not d["sessions"] and all(a["memory_used"] == 0 for a in d["adapters"]) else 1)' \
+      "$status"; then
+      echo "host freed the session and its memory $((SECONDS - start)) s after the guest failed"
+      return 0
+    fi
+    sleep 0.2
+  done
+  fail "the host still holds the lost guest's session or memory: $status"
+}
+
+# finish_within NAME NETNS(or "") HOST_LIST COMMAND...: runs COMMAND as a guest (stdout in
+# $WORK/NAME.out, stderr in NAME.err) and fails when it fails or outlives DEADLINE_S.
+finish_within() {
+  local name="$1" ns="$2" hosts="$3" start=$SECONDS rc run=()
+  shift 3
+  [[ -n "$ns" ]] && run=(ip netns exec "$ns")
+  timeout -k 5 "$DEADLINE_S" "${run[@]}" env PVGPU_HOST="$hosts" PVGPU_TLS_CA="$WORK/ca.pem" \
+    PVGPU_TOKEN_FILE="$WORK/token" LD_LIBRARY_PATH="$LIBDIR" "$@" >"$WORK/$name.out" \
+    2>"$WORK/$name.err"
+  rc=$?
+  local said
+  said="$(tail -n 5 "$WORK/$name.out" "$WORK/$name.err")"
+  ((rc == 124 || rc == 137)) && fail "$name did not finish within ${DEADLINE_S} s (a hang): $said"
+  ((rc == 0)) || fail "$name exited with $rc: $said"
+  echo "$name: done in $((SECONDS - start)) s"
+}
+
+# Both loopback schemes of one daemon, for the cases that run the same work over each.
+start_loopback_pair() {
+  start_daemon tls "" "tls://127.0.0.1:0"
+  start_daemon plain "" "tcp://127.0.0.1:0"
+  SCHEMES=("$(bound_address plain)" "$(bound_address tls)")
+  [[ -n "${SCHEMES[0]}" && -n "${SCHEMES[1]}" ]] || fail "no bound addresses in the logs"
+}
+
+# run_bench NETNS ADDRESS NAME ARGS...: `pvgpu bench NAME --json` as a guest against ADDRESS,
+# within the deadline; the path's limits must have been measured in the same run and the
+# targets judged.
+run_bench() {
+  local ns="$1" address="$2" bench="$3"
+  shift 3
+  local name="bench-$bench-${address%%:*}${ns:+-netns}"
+  finish_within "$name" "$ns" "$address" "$PVGPU" bench "$bench" --json --host "$address" "$@"
+  python3 - "$WORK/$name.out" "$bench" <<'PY' || fail "$name: bad JSON: $(head -c 600 "$WORK/$name.out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == sys.argv[2]
+path = d["path"]
+if sys.argv[2] == "bandwidth":
+    assert path["raw_send_gbps"] > 0 and path["raw_receive_gbps"] > 0
+    assert path["htod_limit_gbps"] > 0 and path["dtoh_limit_gbps"] > 0
+    assert len(path["fractions"]) == len(d["sizes"])
+else:
+    assert path["raw_round_trip_us"] > 0
+    assert d["ratios"]["copy_dtoh_small_vs_raw_round_trip"] > 0
+if path["address"].startswith("tls://"):
+    assert path["cipher"].startswith("TLS_"), path
+    if sys.argv[2] == "bandwidth":
+        assert path["cipher_one_core_gbps"] > 0
+assert any("path" in t["name"] or "round trip" in t["name"] for t in d["targets"])
+PY
+}
+
+# shape_link RATE DELAY_MS: both ends of the veth pair send at most RATE (tc tbf) after a delay
+# of DELAY_MS (tc netem) each way. Without netem (sch_netem) the link has no delay, and says so.
+shape_link() {
+  local rate="$1" delay="$2" end ns dev delayed=1
+  command -v tc >/dev/null || skip "tc (iproute2) is not installed"
+  for end in "$HOST_NS $VETH_H" "$GUEST_NS $VETH_G"; do
+    read -r ns dev <<<"$end"
+    if ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: netem delay "${delay}ms" \
+      limit 100000 2>"$WORK/tc.err"; then
+      ip netns exec "$ns" tc qdisc add dev "$dev" parent 1: handle 2: tbf rate "$rate" \
+        burst 1mb latency 100ms 2>"$WORK/tc.err" || skip "tc tbf failed: $(cat "$WORK/tc.err")"
+    else
+      delayed=0
+      ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst 1mb \
+        latency 100ms 2>"$WORK/tc.err" || skip "tc tbf failed: $(cat "$WORK/tc.err")"
+    fi
+  done
+  if ((delayed)); then
+    echo "link shaped: $rate each way, ${delay} ms delay each way (netem + tbf)"
+  else
+    echo "link shaped: $rate each way; NO DELAY: this kernel has no netem (sch_netem), so the" \
+      "delayed half of this case is not run here"
+  fi
 }
 
 make_pki
@@ -221,10 +357,25 @@ case "$CASE" in
     start_daemon host "$HOST_NS" "tls://$HOST_IP:7070"
     cut_and_check "ip -n $HOST_NS link set $VETH_H down" "tls://$HOST_IP:7070"
     ip -n "$HOST_NS" link set "$VETH_H" up || fail "ip link set up"
-    guest "$GUEST_NS" "tls://$HOST_IP:7070" "$E2E/saxpy_drv" || fail "new guest after the link came back"
+    guest_after_cut "tls://$HOST_IP:7070"
     cut_and_check "kill -KILL ${DAEMONS[0]}" "tls://$HOST_IP:7070"
     start_daemon host2 "$HOST_NS" "tls://$HOST_IP:7070"
     guest "$GUEST_NS" "tls://$HOST_IP:7070" "$E2E/saxpy_drv" || fail "new guest after the host came back"
+    ;;
+  cut_copy)
+    setup_netns
+    start_daemon host "$HOST_NS" "tls://$HOST_IP:7070" --listen "unix:$WORK/host.sock"
+    for how in "ip -n $HOST_NS link set $VETH_H down" "ip -n $GUEST_NS link del $VETH_G"; do
+      cut_and_check "$how" "tls://$HOST_IP:7070" 256
+      echo "the call that failed: ${CUT_CALL#FAILED } (copies take most of each round)"
+      expect_host_freed "$WORK/host.sock"
+      if ip -n "$HOST_NS" link show "$VETH_H" >/dev/null 2>&1; then
+        ip -n "$HOST_NS" link set "$VETH_H" up || fail "ip link set up"
+      else
+        make_link
+      fi
+      guest_after_cut "tls://$HOST_IP:7070"
+    done
     ;;
   two_hosts)
     setup_netns
@@ -234,6 +385,92 @@ case "$CASE" in
       "$E2E/saxpy.ptx" 2 || fail "two hosts as two devices"
     grep -q "session .* started" "$WORK/a.log" || fail "host a served no session"
     grep -q "session .* started" "$WORK/b.log" || fail "host b served no session"
+    ;;
+  stress)
+    start_loopback_pair
+    for address in "${SCHEMES[@]}"; do
+      finish_within "stress-${address%%:*}" "" "$address" "$REMOTE/stress" "$E2E/saxpy.ptx" 4 300
+      cat "$WORK/stress-${address%%:*}.out"
+    done
+    ;;
+  bench)
+    help="$("$PVGPU" bench --help 2>&1)" || fail "pvgpu bench --help failed: $help"
+    grep -qi "issue" <<<"$help" && fail "pvgpu bench --help speaks of issues: $help"
+    start_loopback_pair
+    for address in "${SCHEMES[@]}"; do
+      for bench in bandwidth latency; do
+        run_bench "" "$address" "$bench" --quick
+      done
+    done
+    ;;
+  shaped)
+    setup_netns
+    shape_link 2gbit 1
+    start_daemon host "$HOST_NS" "tls://$HOST_IP:7070"
+    finish_within stress-shaped "$GUEST_NS" "tls://$HOST_IP:7070" "$REMOTE/stress" \
+      "$E2E/saxpy.ptx" 2 100
+    cat "$WORK/stress-shaped.out"
+    for bench in bandwidth latency; do run_bench "$GUEST_NS" "tls://$HOST_IP:7070" "$bench" --quick; done
+    ;;
+  shaped_bench)
+    # Not a CTest test: the full benchmarks over the shaped link, for their figures
+    # (docs/remote.md). RATE and DELAY_MS may be set in the environment.
+    setup_netns
+    shape_link "${RATE:-2gbit}" "${DELAY_MS:-1}"
+    start_daemon host "$HOST_NS" "tls://$HOST_IP:7070"
+    for bench in bandwidth latency; do
+      DEADLINE_S=900 finish_within "shaped-$bench" "$GUEST_NS" "tls://$HOST_IP:7070" "$PVGPU" \
+        bench "$bench" --host "tls://$HOST_IP:7070"
+      cat "$WORK/shaped-$bench.out"
+    done
+    ;;
+  figures)
+    # Not a CTest test: the figures of docs/remote.md, every scheme in the same run.
+    start_daemon all "" "unix:$WORK/host.sock" --listen "tcp://127.0.0.1:0" \
+      --listen "tls://127.0.0.1:0"
+    tcp="$(grep -oE 'listening on tcp://[^ ]*' "$WORK/all.log" | head -1 | sed 's/listening on //')"
+    tls="$(grep -oE 'listening on tls://[^ ]*' "$WORK/all.log" | head -1 | sed 's/listening on //')"
+    [[ -n "$tcp" && -n "$tls" ]] || fail "no bound addresses in the log"
+    schemes=("unix:$WORK/host.sock" "$tcp" "$tls")
+    out="${OUT:-$WORK/figures}"
+    mkdir -p "$out"
+    for ((round = 0; round < ${ROUNDS:-1}; ++round)); do
+      for ((i = 0; i < 3; ++i)); do
+        address="${schemes[(i + round) % 3]}"
+        for bench in bandwidth latency; do
+          name="$bench-${address%%:*}-$round"
+          DEADLINE_S=900 finish_within "$name" "" "$address" "$PVGPU" bench "$bench" --json \
+            --host "$address"
+          cp "$WORK/$name.out" "$out/$name.json"
+        done
+      done
+    done
+    python3 - "$out" <<'PY' || fail "figures: bad JSON"
+import glob, json, os, sys
+def rate(d, key):
+    return d["rows"][-1][key]
+print(f"{'run':<10} {'HtoD GB/s':>9} {'(limit)':>8} {'DtoH GB/s':>9} {'(limit)':>8} "
+      f"{'4B DtoH us':>10} {'raw RT us':>9} {'ratio':>6} {'launches ratio':>14}")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "bandwidth-*.json"))):
+    scheme, rnd = os.path.basename(f)[len("bandwidth-"):-len(".json")].rsplit("-", 1)
+    b = json.load(open(f))
+    l = json.load(open(f.replace("bandwidth-", "latency-")))
+    p, lp = b.get("path", {}), l.get("path", {})
+    lim = lambda k: f"{p[k]:8.2f}" if k in p else f"{'-':>8}"
+    rt = lp.get("raw_round_trip_us")
+    ratios = l.get("ratios", {})
+    print(f"{scheme + '/' + rnd:<10} {rate(b, 'htod_pageable'):9.2f} {lim('htod_limit_gbps')} "
+          f"{rate(b, 'dtoh_pageable'):9.2f} {lim('dtoh_limit_gbps')} "
+          f"{l['copy_dtoh_small_us']['channel']:10.1f} "
+          f"{(f'{rt:9.1f}' if rt else f'{chr(45):>9}')} "
+          f"{ratios.get('copy_dtoh_small_vs_raw_round_trip', float('nan')):6.2f} "
+          f"{ratios.get('launch_batch_vs_round_trip_plus_inprocess', float('nan')):14.2f}")
+    if p.get("cipher"):
+        print(f"{'':<10} cipher {p['cipher']}: {p['cipher_one_core_gbps']:.2f} GB/s on one core; "
+              f"raw TCP {p['raw_send_gbps']:.2f} / {p['raw_receive_gbps']:.2f} GB/s")
+    elif p.get("raw_send_gbps"):
+        print(f"{'':<10} raw TCP {p['raw_send_gbps']:.2f} / {p['raw_receive_gbps']:.2f} GB/s")
+PY
     ;;
   *)
     fail "unknown case $CASE"

@@ -10,6 +10,7 @@
 #include "tools/bench/guest_device.h"
 #include "tools/bench/host_session.h"
 #include "tools/bench/inprocess_device.h"
+#include "tools/bench/remote_path.h"
 #include "tools/bench/report.h"
 
 namespace pvgpu::tools::bench {
@@ -77,6 +78,54 @@ Status MeasureDevice(Device& device, uint8_t* host, const std::vector<uint64_t>&
   return device.Free(buffer);
 }
 
+// A remote host's section: the path's limits, each pageable copy rate as a fraction of its
+// direction's limit, and the target at the largest size (60% each way).
+std::string PathSection(const RemotePath& path, const std::vector<uint64_t>& sizes,
+                        const std::vector<Column>& columns, Json* json) {
+  const Column* htod = nullptr;
+  const Column* dtoh = nullptr;
+  for (const Column& c : columns) {
+    if (c.key == "htod_pageable") htod = &c;
+    if (c.key == "dtoh_pageable") dtoh = &c;
+  }
+  Json limits = path.Json();
+  limits["htod_limit_gbps"] = path.htod_limit() / 1e9;
+  limits["htod_bound"] = path.htod_bound();
+  limits["dtoh_limit_gbps"] = path.dtoh_limit() / 1e9;
+  limits["dtoh_bound"] = path.dtoh_bound();
+  TextTable table({"size", "HtoD pageable", "of limit", "DtoH pageable", "of limit"});
+  Json rows = Json::array();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const double up = htod->rates[i] * 1e9 / path.htod_limit();
+    const double down = dtoh->rates[i] * 1e9 / path.dtoh_limit();
+    table.AddRow({FormatBytes(sizes[i]), FormatNumber(htod->rates[i]),
+                  FormatNumber(up * 100, 0) + "%", FormatNumber(dtoh->rates[i]),
+                  FormatNumber(down * 100, 0) + "%"});
+    rows.push_back(Json{{"bytes", sizes[i]}, {"htod_fraction", up}, {"dtoh_fraction", down}});
+  }
+  limits["fractions"] = rows;
+  const double up = rows.back()["htod_fraction"].get<double>();
+  const double down = rows.back()["dtoh_fraction"].get<double>();
+  const std::string size = FormatBytes(sizes.back());
+  (*json)["path"] = limits;
+  (*json)["targets"].push_back(Json{{"name", "pageable HtoD >= 60% of the path's limit"},
+                                    {"bytes", sizes.back()},
+                                    {"measured", up},
+                                    {"limit", 0.6},
+                                    {"pass", up >= 0.6}});
+  (*json)["targets"].push_back(Json{{"name", "pageable DtoH >= 60% of the path's limit"},
+                                    {"bytes", sizes.back()},
+                                    {"measured", down},
+                                    {"limit", 0.6},
+                                    {"pass", down >= 0.6}});
+  return path.Describe() + "limits: HtoD " + FormatNumber(path.htod_limit() / 1e9) + " GB/s (" +
+         path.htod_bound() + "), DtoH " + FormatNumber(path.dtoh_limit() / 1e9) + " GB/s (" +
+         path.dtoh_bound() + ")\n\n" + table.Render() + "\npageable copies at " + size + ": HtoD " +
+         FormatNumber(up * 100, 1) + "%, DtoH " + FormatNumber(down * 100, 1) +
+         "% of the limit (target >= 60% each): " + (up >= 0.6 && down >= 0.6 ? "pass" : "FAIL") +
+         "\n";
+}
+
 }  // namespace
 
 StatusOr<BenchReport> RunBandwidth(const BenchOptions& options) {
@@ -108,10 +157,27 @@ StatusOr<BenchReport> RunBandwidth(const BenchOptions& options) {
   }
 
   PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options));
+  // A remote host: the raw path's limits, measured before and after the channel's copies (the
+  // better of the two counts), with as many bytes as the largest copy.
+  std::string path_error;
+  auto path = RemotePath::Open(host->address());
+  if (!path.ok()) {
+    path_error = path.status().message();
+    path = std::unique_ptr<RemotePath>();
+  }
+  const uint64_t probe_bytes = std::max<uint64_t>(largest, 16u << 20);
+  if (*path) {
+    progress.Step("raw path");
+    PVGPU_TRY((*path)->MeasureThroughput(probe_bytes));
+  }
   PVGPU_ASSIGN_OR_RETURN(auto device, GuestDevice::Open(host->guest_library()));
   progress.Step("channel, pageable");
   PVGPU_TRY(MeasureDevice(*device, pageable.data(), sizes, options.quick, "pageable", "pageable",
                           &columns));
+  if (*path) {
+    progress.Step("raw path");
+    PVGPU_TRY((*path)->MeasureThroughput(probe_bytes));
+  }
   // Pinned memory: optional in the guest library. Missing or refused means "n/a", not failure.
   std::string pinned_status = "available";
   const DriverApi& api = device->api();
@@ -182,6 +248,12 @@ StatusOr<BenchReport> RunBandwidth(const BenchOptions& options) {
                       "% of memcpy (target >= 50%): " + (fraction >= 0.5 ? "pass" : "FAIL")
                 : std::string("n/a")) +
       "\n";
+  if (*path) {
+    report.table += "\n" + PathSection(**path, sizes, columns, &json);
+  } else if (!path_error.empty()) {
+    json["path"] = Json{{"error", path_error}};
+    report.table += "\npath limits: n/a (" + path_error + ")\n";
+  }
   report.plot = plot;
   report.line_plot = true;
   return report;

@@ -27,6 +27,7 @@
 #include "tools/bench/inprocess_device.h"
 #include "tools/bench/kernels.h"
 #include "tools/bench/latency_report.h"
+#include "tools/bench/remote_path.h"
 #include "tools/bench/report.h"
 
 namespace pvgpu::tools::bench {
@@ -364,7 +365,7 @@ Status ServeRounds(Mode& mode) {
 // over all rounds.
 StatusOr<std::vector<LatencyFigures>> MeasureInTurns(const Counts& counts,
                                                      const std::vector<Mode*>& modes,
-                                                     Progress& progress) {
+                                                     RemotePath* path, Progress& progress) {
   const size_t n = modes.size();
   std::vector<LatencyFigures> figures(n);
   for (LatencyFigures& f : figures) {
@@ -383,6 +384,10 @@ StatusOr<std::vector<LatencyFigures>> MeasureInTurns(const Counts& counts,
           figures[m].switches.*info.switches +=
               static_cast<double>(round.switches) / (counts.rounds * count);
         }
+      }
+      // A remote host's raw round trip, right after the modes' copies it is the limit of.
+      if (info.op == Op::kCopyDtoh && path != nullptr) {
+        PVGPU_TRY(path->MeasureRoundTrip(std::max(count, 1000)));
       }
     }
   }
@@ -413,14 +418,29 @@ StatusOr<BenchReport> RunLatency(const BenchOptions& options) {
   if (options.quick) args.push_back("--quick");
   PVGPU_ASSIGN_OR_RETURN(auto child, host->StartSelf(args, {"PVGPU_PIPELINE=0"}));
   ChildMode unpipelined(std::move(child));
-  PVGPU_ASSIGN_OR_RETURN(
-      auto figures,
-      MeasureInTurns(counts, {inprocess.get(), channel.get(), &unpipelined}, progress));
+  // A remote host: its raw path's round trip is measured in every round too.
+  std::string path_error;
+  auto path = RemotePath::Open(host->address());
+  if (!path.ok()) {
+    path_error = path.status().message();
+    path = std::unique_ptr<RemotePath>();
+  }
+  PVGPU_ASSIGN_OR_RETURN(auto figures,
+                         MeasureInTurns(counts, {inprocess.get(), channel.get(), &unpipelined},
+                                        path->get(), progress));
   PVGPU_TRY(unpipelined.Finish());
   const std::string address = host->is_private() ? "private pvgpud (cpu adapter)" : host->address();
   channel.reset();
   host->Stop();
-  return MakeLatencyReport(figures[0], figures[1], figures[2], address, counts.rounds);
+  BenchReport report =
+      MakeLatencyReport(figures[0], figures[1], figures[2], address, counts.rounds);
+  if (*path) {
+    AddPathToLatencyReport(**path, figures[0], figures[1], counts.launches, &report);
+  } else if (!path_error.empty()) {
+    report.json["path"] = nlohmann::ordered_json{{"error", path_error}};
+    report.table += "\npath limits: n/a (" + path_error + ")\n";
+  }
+  return report;
 }
 
 }  // namespace pvgpu::tools::bench

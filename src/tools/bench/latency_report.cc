@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "tools/bench/remote_path.h"
 #include "tools/bench/report.h"
 
 namespace pvgpu::tools::bench {
@@ -9,7 +10,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The JSON keys docs/benchmarks.md lists, with how each is read from one mode's figures.
+// The JSON keys of the report (docs/benchmarks.md), with how each is read from one mode's figures.
 struct Metric {
   const char* key;
   const char* label;
@@ -138,6 +139,44 @@ BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigu
                  series("PVGPU_PIPELINE=0", unpipelined)};
   report.plot = plot;
   return report;
+}
+
+void AddPathToLatencyReport(const RemotePath& path, const LatencyFigures& inprocess,
+                            const LatencyFigures& channel, int launches, BenchReport* report) {
+  const double ratio = channel.copy_dtoh / path.round_trip_us();
+  const bool pass = ratio <= 1.5;
+  // The launch figure is per launch of a batch ended by one synchronize.
+  const double batch_us = channel.launch_async * launches;
+  const double bound_us = path.round_trip_us() + inprocess.launch_async * launches;
+  const double pipeline = batch_us / bound_us;
+  const bool pipeline_pass = pipeline <= 3.0;
+  Json& json = report->json;
+  json["path"] = path.Json();
+  json["ratios"]["copy_dtoh_small_vs_raw_round_trip"] = ratio;
+  json["ratios"]["launch_batch_vs_round_trip_plus_inprocess"] = pipeline;
+  json["launch_batch"] = Json{{"launches", launches},
+                              {"channel_us", batch_us},
+                              {"raw_round_trip_plus_inprocess_us", bound_us}};
+  json["targets"].push_back(
+      Json{{"name", "synchronous 4-byte DtoH copy within 1.5x of the raw round trip"},
+           {"measured", ratio},
+           {"limit", 1.5},
+           {"pass", pass}});
+  json["targets"].push_back(
+      Json{{"name",
+            "launches + one synchronize within 3x of a raw round trip plus as many "
+            "in-process launches"},
+           {"measured", pipeline},
+           {"limit", 3.0},
+           {"pass", pipeline_pass}});
+  report->table +=
+      "\n" + path.Describe() + "synchronous 4-byte DtoH copy: " + FormatNumber(channel.copy_dtoh) +
+      " us = " + FormatRatio(ratio) +
+      " the raw round trip (target <= 1.50x): " + (pass ? "pass" : "FAIL") + "\n" +
+      std::to_string(launches) + " launches + one synchronize: " + FormatNumber(batch_us / 1000) +
+      " ms = " + FormatRatio(pipeline) + " of a raw round trip + " + std::to_string(launches) +
+      " in-process launches (" + FormatNumber(bound_us / 1000) +
+      " ms; target <= 3.00x): " + (pipeline_pass ? "pass" : "FAIL") + "\n";
 }
 
 }  // namespace pvgpu::tools::bench

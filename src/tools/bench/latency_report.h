@@ -1,5 +1,4 @@
-// The latency benchmark's figures and how they become JSON, the table and the targets
-// docs/benchmarks.md states.
+// The latency benchmark's figures and how they become JSON, the table and the targets.
 #pragma once
 
 #include <string>
@@ -32,5 +31,13 @@ struct LatencyFigures {
 BenchReport MakeLatencyReport(const LatencyFigures& inprocess, const LatencyFigures& channel,
                               const LatencyFigures& unpipelined, const std::string& host,
                               int rounds);
+
+class RemotePath;
+// For a remote host: the raw path's round trip (measured in the same rounds), the synchronous
+// 4-byte copy as a multiple of it (target: within 1.5x), and `launches` pipelined launches and
+// their one synchronize against one round trip plus as many in-process launches (target: at
+// most 3x, the pipeline hiding the link's delay).
+void AddPathToLatencyReport(const RemotePath& path, const LatencyFigures& inprocess,
+                            const LatencyFigures& channel, int launches, BenchReport* report);
 
 }  // namespace pvgpu::tools::bench
