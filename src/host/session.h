@@ -154,6 +154,7 @@ class Session {
   Outcome Execute(const protocol::HostRegionMapRequest&, Span, ContextState&, Region&);
   Outcome Execute(const protocol::MemcpyHtoDRegionRequest&, Span, ContextState&, Stream*, Region&);
   Outcome Execute(const protocol::MemcpyDtoHRegionRequest&, Span, ContextState&, Stream*, Region&);
+  Outcome Execute(const protocol::ManagedAllocRequest&, Span, ContextState&);
   Outcome Execute(const protocol::ModuleLoadRequest&, Span, ContextState&);
   Outcome Execute(const protocol::ModuleUnloadRequest&, Span, ContextState&, adapters::Module&);
   Outcome Execute(const protocol::ModuleUploadBeginRequest&, Span);

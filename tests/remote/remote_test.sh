@@ -199,6 +199,9 @@ case "$CASE" in
     guest "" "$address" "$E2E/saxpy_drv" || fail "saxpy_drv over $address"
     # A module image larger than a message goes in chunks over TLS and TCP alike.
     guest "" "$address" "$E2E/big_module_drv" || fail "big_module_drv over $address"
+    # Managed memory needs shared pages: the device says it has none, the call is refused.
+    out="$(guest "" "$address" "$E2E/managed_drv" 2>&1)" || fail "managed_drv over $address: $out"
+    grep -q "refused as expected" <<<"$out" || fail "managed memory over $address: $out"
     check_refusals "" "$address" host
     # Plain tcp:// serves on loopback, and only there.
     start_daemon plain "" "tcp://127.0.0.1:0"
