@@ -45,7 +45,7 @@ void AddressRange::Release(uint64_t address) {
 DeviceMemory::~DeviceMemory() {
   for (const auto& [address, entry] : blocks_) {
     Release(entry.value, entry.size);
-    range_->Release(address);
+    if (!entry.value.placed) range_->Release(address);
   }
 }
 

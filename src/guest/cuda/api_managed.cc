@@ -75,14 +75,15 @@ bool FreeManaged(CUdeviceptr dptr, Code* code) {
     managed.erase(it);
   }
   objects().device_memory.TakeBase(dptr);
-  // As cuMemFree does, wait for the work that may still use it before the pages go.
-  protocol::CtxSynchronizeRequest sync;
-  sync.ctx = freed.ctx->handle;
-  (void)freed.client->Call(sync);
+  // The host's mapping goes once the work submitted before the free is done (the message is
+  // in order behind it); the guest's pages can go now. The region belongs to the session, so
+  // it is freed even when its context was destroyed first, which cuMemFree then reports.
   protocol::HostRegionDestroyRequest destroy;
   destroy.region = freed.region;
+  const bool live = LiveContext(freed.ctx);
   *code = freed.client->Post(destroy);
   munmap(reinterpret_cast<void*>(dptr), freed.size);
+  if (*code == Code::kOk && !live) *code = Code::kContextIsDestroyed;
   return true;
 }
 
@@ -99,12 +100,18 @@ Code MemAllocManaged(CUctx_st* ctx, CUdeviceptr* dptr, size_t bytesize, unsigned
     return Code::kInvalidValue;
   }
   Client& client = *ctx->client;
-  if (transport::IsRemoteAddress(client.address())) {
+  const Device* device = DriverState::Get().device(ctx->device);
+  if (device->info.attributes[CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY] == 0) {
     static std::once_flag once;
     std::call_once(once, [&] {
-      PVGPU_WARN("cuMemAllocManaged is not supported on a remote host ("
-                 << client.address()
-                 << "): managed memory needs pages shared with the host (the local channel)");
+      if (transport::IsRemoteAddress(client.address())) {
+        PVGPU_WARN("cuMemAllocManaged is not supported on a remote host ("
+                   << client.address()
+                   << "): managed memory needs pages shared with the host (the local channel)");
+      } else {
+        PVGPU_WARN("cuMemAllocManaged is not supported: device " << ctx->device
+                                                                 << " has no managed memory");
+      }
     });
     return Code::kNotSupported;
   }
