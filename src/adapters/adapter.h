@@ -116,6 +116,16 @@ class Context {
   // context; the memory stays owned by the caller and must outlive the mapping.
   virtual StatusOr<uint64_t> MapHostMemory(uint8_t* data, uint64_t size) = 0;
   virtual Status UnmapHostMemory(uint64_t dptr) = 0;
+  // The same at device address `address` (managed memory: one pointer valid in the guest and in
+  // kernels). `data` is the daemon's mapping of the memory, at `address` too (the session maps
+  // it there, so that adapters whose device pointers are host pointers, as under CUDA's
+  // unified addressing, can use it). UnmapHostMemory(address) undoes it.
+  virtual StatusOr<uint64_t> MapHostMemoryAt(uint8_t* data, uint64_t size, uint64_t address) {
+    (void)data;
+    (void)size;
+    (void)address;
+    return Error(Code::kNotSupported, "this adapter has no managed memory");
+  }
 
   // Loads a module; its globals are allocated in this context. Logs are filled on success and
   // failure (kInvalidPtx, kNoBinaryForGpu, ...).

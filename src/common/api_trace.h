@@ -32,6 +32,8 @@ class CallTrace {
       out_ << static_cast<long long>(value);
     } else if constexpr (std::is_integral_v<T>) {
       out_ << +value;  // promotes char types, which would print as characters
+    } else if constexpr (std::is_class_v<T>) {
+      out_ << "{" << sizeof(T) << " bytes}";  // a struct passed by value (CUmemLocation)
     } else {
       out_ << value;
     }

@@ -23,7 +23,8 @@ Session::Session(uint32_t id, std::unique_ptr<transport::Endpoint> endpoint, Ses
       watcher_(id, endpoint_.get()),
       budgets_(policy_.limits),
       contexts_(budgets_.contexts),
-      regions_(budgets_.regions) {}
+      regions_(budgets_.regions),
+      uploads_(budgets_.uploads) {}
 
 Session::~Session() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -78,6 +79,7 @@ void Session::Run() {
     std::lock_guard<std::mutex> lock(mutex_);
     contexts_.Clear();
     regions_.Clear();
+    uploads_.Clear();  // a guest that left mid-upload
   }
   watcher_.Stop();
   endpoint_->Close();
@@ -225,6 +227,7 @@ SessionSnapshot Session::Snapshot() const {
   s.channel = endpoint_->Describe();
   s.used_bytes = UsedBytes();
   s.contexts = static_cast<uint32_t>(contexts_.size());
+  s.staged_bytes = StagedBytes();
   for (const auto& [handle, ctx] : contexts_) s.devices.push_back(ctx.device);
   return s;
 }

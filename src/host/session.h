@@ -63,6 +63,7 @@ struct SessionSnapshot {
   std::string channel;
   uint64_t used_bytes = 0;
   uint32_t contexts = 0;
+  uint64_t staged_bytes = 0;      // reserved by unfinished module uploads (host memory)
   std::vector<uint32_t> devices;  // host adapter indices in use
 };
 
@@ -88,12 +89,14 @@ class Session {
   using Result = Outcome;
   ContextState* Find(protocol::HandleTag<protocol::HandleKind::kContext>, uint64_t id);
   Region* Find(protocol::HandleTag<protocol::HandleKind::kRegion>, uint64_t id);
+  Upload* Find(protocol::HandleTag<protocol::HandleKind::kUpload>, uint64_t id);
   adapters::Module* Find(protocol::HandleTag<protocol::HandleKind::kModule>, uint64_t id,
                          ContextState& ctx);
   Stream* Find(protocol::HandleTag<protocol::HandleKind::kStream>, uint64_t id, ContextState& ctx);
   Event* Find(protocol::HandleTag<protocol::HandleKind::kEvent>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kContext>, uint64_t id) const;
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kRegion>, uint64_t id) const;
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kUpload>, uint64_t id) const;
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kModule>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kStream>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kEvent>, uint64_t id, ContextState& ctx);
@@ -151,8 +154,12 @@ class Session {
   Outcome Execute(const protocol::HostRegionMapRequest&, Span, ContextState&, Region&);
   Outcome Execute(const protocol::MemcpyHtoDRegionRequest&, Span, ContextState&, Stream*, Region&);
   Outcome Execute(const protocol::MemcpyDtoHRegionRequest&, Span, ContextState&, Stream*, Region&);
+  Outcome Execute(const protocol::ManagedAllocRequest&, Span, ContextState&);
   Outcome Execute(const protocol::ModuleLoadRequest&, Span, ContextState&);
   Outcome Execute(const protocol::ModuleUnloadRequest&, Span, ContextState&, adapters::Module&);
+  Outcome Execute(const protocol::ModuleUploadBeginRequest&, Span);
+  Outcome Execute(const protocol::ModuleUploadChunkRequest&, Span, Upload&);
+  Outcome Execute(const protocol::ModuleLoadUploadedRequest&, Span, ContextState&, Upload&);
   Outcome Execute(const protocol::LaunchKernelRequest&, Span, ContextState&, Stream*,
                   adapters::Module&);
   Outcome Execute(const protocol::StreamCreateRequest&, Span, ContextState&);
@@ -188,6 +195,14 @@ class Session {
   // the caller copies out and runs as usual.
   bool RunInPlace(const transport::MessageView& message, uint64_t* last_seq,
                   std::optional<Outcome>* outcome);
+  // ModuleLoad's work for an image whole in memory (a message's payload or a staged upload):
+  // loads it as module `handle` of `ctx` and replies with its description. session_module.cc.
+  Outcome LoadModule(ContextState& ctx, uint64_t handle, uint32_t image_kind, uint32_t log_limit,
+                     Span image);
+  // The error log of an image over the session's upload_bytes limit.
+  std::string ImageTooLarge(uint64_t size) const;
+  // Bytes the session's unfinished uploads have reserved.
+  uint64_t StagedBytes() const;
   // Ends the session for a violation: logs the reason once.
   void EndWithViolation(const std::string& reason);
 
@@ -270,6 +285,7 @@ class Session {
   SessionBudgets budgets_;  // before the stores, which give back to them when destroyed
   HandleStore<ContextState> contexts_;
   HandleStore<Region> regions_;
+  HandleStore<Upload> uploads_;
 };
 
 template <typename Request>

@@ -18,6 +18,8 @@ ContextState* Session::Find(HandleTag<HandleKind::kContext>, uint64_t id) {
 
 Region* Session::Find(HandleTag<HandleKind::kRegion>, uint64_t id) { return regions_.Find(id); }
 
+Upload* Session::Find(HandleTag<HandleKind::kUpload>, uint64_t id) { return uploads_.Find(id); }
+
 adapters::Module* Session::Find(HandleTag<HandleKind::kModule>, uint64_t id, ContextState& ctx) {
   std::unique_ptr<adapters::Module>* module = ctx.modules.Find(id);
   return module != nullptr ? module->get() : nullptr;
@@ -37,6 +39,10 @@ bool Session::Fresh(HandleTag<HandleKind::kContext>, uint64_t id) const {
 
 bool Session::Fresh(HandleTag<HandleKind::kRegion>, uint64_t id) const {
   return regions_.Fresh(id);
+}
+
+bool Session::Fresh(HandleTag<HandleKind::kUpload>, uint64_t id) const {
+  return uploads_.Fresh(id);
 }
 
 bool Session::Fresh(HandleTag<HandleKind::kModule>, uint64_t id, ContextState& ctx) {

@@ -14,6 +14,7 @@ constexpr Named kLimits[] = {
     {"contexts", &SessionLimits::contexts}, {"modules", &SessionLimits::modules},
     {"streams", &SessionLimits::streams},   {"events", &SessionLimits::events},
     {"regions", &SessionLimits::regions},   {"allocations", &SessionLimits::allocations},
+    {"uploads", &SessionLimits::uploads},   {"upload_bytes", &SessionLimits::upload_bytes},
 };
 
 }  // namespace

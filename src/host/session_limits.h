@@ -26,14 +26,21 @@ struct SessionLimits {
   uint64_t events = 65536;
   uint64_t regions = 4096;        // pinned host regions (each an mmap of a guest memfd)
   uint64_t allocations = 262144;  // device allocations, module globals and mapped regions
+  // Module images too large for one channel message arrive in chunks and are staged in the
+  // daemon's memory until loaded (host/session_upload.cc): at most `uploads` at once, holding
+  // at most `upload_bytes` together, which is also the largest image a session may load. The
+  // largest images real libraries load are tens of MB (cuRAND's is 29 MB); the bound keeps a
+  // hostile guest from making the daemon hold more than that per session.
+  uint64_t uploads = 16;
+  uint64_t upload_bytes = 256u << 20;
 };
 
 // "streams=256,events=1024": sets the named limits, leaving the others as they are. Each value
-// is a positive integer. Errors name the offending item.
+// is a positive integer (upload_bytes: a count of bytes). Errors name the offending item.
 Status ParseSessionLimits(const std::string& text, SessionLimits* limits);
 // The limit named `name` ("contexts", "modules", ...), or nullptr for an unknown name.
 uint64_t* FindLimit(SessionLimits& limits, const std::string& name);
-// The names, for messages: "contexts, modules, streams, events, regions, allocations".
+// The names, for messages: "contexts, modules, streams, events, regions, allocations, ...".
 std::string LimitNames();
 
 }  // namespace pvgpu::host

@@ -25,8 +25,13 @@ StatusOr<std::unique_ptr<adapters::Module>> LoadImage(adapters::Context& context
 }  // namespace
 
 Outcome Session::Execute(const ModuleLoadRequest& request, Span image, ContextState& ctx) {
-  if (request.image_kind < static_cast<uint32_t>(ImageKind::kPtx) ||
-      request.image_kind > static_cast<uint32_t>(ImageKind::kLinked)) {
+  return LoadModule(ctx, request.module, request.image_kind, request.log_limit, image);
+}
+
+Outcome Session::LoadModule(ContextState& ctx, uint64_t handle, uint32_t image_kind,
+                            uint32_t log_limit, Span image) {
+  if (image_kind < static_cast<uint32_t>(ImageKind::kPtx) ||
+      image_kind > static_cast<uint32_t>(ImageKind::kLinked)) {
     return Violation("ModuleLoad: bad image kind");
   }
   ModuleDescription description;
@@ -36,9 +41,11 @@ Outcome Session::Execute(const ModuleLoadRequest& request, Span image, ContextSt
     code = Code::kOutOfMemory;
     description.error_log =
         "the session holds " + std::to_string(budgets_.modules.limit()) + " modules, its limit";
+  } else if (image.size() > policy_.limits.upload_bytes) {
+    code = Code::kOutOfMemory;
+    description.error_log = ImageTooLarge(image.size());
   } else {
-    auto loaded =
-        LoadImage(*ctx.impl, static_cast<ImageKind>(request.image_kind), image, &description);
+    auto loaded = LoadImage(*ctx.impl, static_cast<ImageKind>(image_kind), image, &description);
     if (loaded.ok()) {
       module = std::move(loaded).value();
     } else {
@@ -73,9 +80,9 @@ Outcome Session::Execute(const ModuleLoadRequest& request, Span image, ContextSt
   if (module) {
     description.kernels = module->kernels();
     description.globals = module->globals();
-    (void)ctx.modules.Add(request.module, std::move(module));
+    (void)ctx.modules.Add(handle, std::move(module));
   }
-  const size_t limit = request.log_limit;
+  const size_t limit = log_limit;
   if (description.error_log.size() > limit) description.error_log.resize(limit);
   if (description.info_log.size() > limit) description.info_log.resize(limit);
   ModuleLoadReply reply;

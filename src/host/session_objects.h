@@ -1,13 +1,14 @@
 // The objects a session holds for its guest, one type per kind, and the budgets that cap how
 // many of each it may hold (session_limits.h). Handles name them in the session's typed stores
-// (handle_store.h): contexts and pinned regions in the session, modules, streams and events in
-// their context, so a handle of another context or another kind names nothing there.
+// (handle_store.h): contexts, pinned regions and module uploads in the session, modules, streams
+// and events in their context, so a handle of another context or another kind names nothing there.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "adapters/adapter.h"
 #include "common/range_map.h"
@@ -25,8 +26,18 @@ struct SessionBudgets {
         streams(limits.streams),
         events(limits.events),
         regions(limits.regions),
-        allocations(limits.allocations) {}
-  ObjectBudget contexts, modules, streams, events, regions, allocations;
+        allocations(limits.allocations),
+        uploads(limits.uploads) {}
+  ObjectBudget contexts, modules, streams, events, regions, allocations, uploads;
+};
+
+// A module image arriving in chunks (session_upload.cc): the bytes so far, in order, of an
+// image of `size` bytes. Room for the whole image is reserved at the start, which the
+// session's upload_bytes limit bounds; pages are touched only as chunks arrive.
+struct Upload {
+  explicit Upload(uint64_t size) : size(size) { bytes.reserve(size); }
+  const uint64_t size;
+  std::vector<uint8_t> bytes;
 };
 
 // Pinned host memory: a guest's sealed memfd mapped into the daemon (unmapped on destruction).

@@ -109,7 +109,7 @@ void RunSession(std::vector<std::vector<uint8_t>> messages, bool fix_seq) {
   policy.adapters = {CpuAdapter()};
   policy.memory_quota = 16u << 20;
   // Small limits, so that refusals and the ends of guests that ignore them are reachable.
-  policy.limits = {4, 4, 4, 4, 4, 64};
+  policy.limits = {4, 4, 4, 4, 4, 64, 2, 1u << 16};
   policy.listener = "fuzz";
   pvgpu::host::Session session(1, std::move(host), policy);
   std::thread serve([&session] { session.Run(); });

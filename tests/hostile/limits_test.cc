@@ -25,8 +25,9 @@ constexpr int32_t kOutOfMemory = static_cast<int32_t>(Code::kOutOfMemory);
 class LimitsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    daemon_ =
-        new Daemon({"--limits", "contexts=2,modules=1,streams=3,events=2,regions=1,allocations=4"});
+    daemon_ = new Daemon({"--limits",
+                          "contexts=2,modules=1,streams=3,events=2,regions=1,allocations=4,"
+                          "uploads=2,upload_bytes=1048576"});
   }
   static void TearDownTestSuite() { delete daemon_; }
 
@@ -106,6 +107,33 @@ TEST_F(LimitsTest, ModulesAllocationsAndRegionsPastTheLimitAreOutOfMemory) {
   EXPECT_EQ(region(0x3000), 0);
   EXPECT_EQ(region(0x3001), kOutOfMemory);
   EXPECT_EQ(Synchronize(g), 0) << "refusals of answered calls are not reported again";
+}
+
+// Module images staged in chunks: a size past upload_bytes is refused before any byte is
+// staged; a guest that leaves mid-upload ends its session like any other, and the daemon
+// serves the next guest.
+TEST_F(LimitsTest, UploadsPastTheLimitAreRefusedAndAnAbandonedOneIsFreed) {
+  {
+    RawGuest g(daemon_->socket_path());
+    Open(g);
+    ModuleUploadBeginRequest begin;
+    begin.upload = 0x4000;
+    begin.size = (1u << 20) + 1;
+    ModuleUploadBeginReply reply{};
+    EXPECT_EQ(g.Call(begin, {}, &reply), kOutOfMemory);
+    EXPECT_EQ(reply.limit, 1u << 20);
+    EXPECT_TRUE(daemon_->AwaitLog("exceeds the session's limit of 1048576 bytes"));
+    begin.size = 1u << 20;
+    ASSERT_EQ(g.Call(begin), 0);
+    const std::vector<uint8_t> half(512u << 10, 'x');
+    ModuleUploadChunkRequest chunk;
+    chunk.upload = begin.upload;
+    g.Send(chunk, half);
+    EXPECT_EQ(Synchronize(g), 0);
+  }  // gone mid-upload
+  RawGuest next(daemon_->socket_path());
+  Open(next);
+  EXPECT_EQ(Synchronize(next), 0);
 }
 
 TEST_F(LimitsTest, ARefusedStreamIsReportedAtTheNextSynchronizationAndWhenUsed) {

@@ -84,8 +84,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for tool in "$PVGPUD" "$PVGPU" "$E2E/saxpy_drv" "$REMOTE/long_run" "$REMOTE/two_devices" \
-  "$REMOTE/stress"; do
+for tool in "$PVGPUD" "$PVGPU" "$E2E/saxpy_drv" "$E2E/big_module_drv" "$REMOTE/long_run" \
+  "$REMOTE/two_devices" "$REMOTE/stress"; do
   [[ -x "$tool" ]] || fail "missing $tool (build first)"
 done
 command -v openssl >/dev/null || fail "the openssl command is needed (scripts/install-deps.sh)"
@@ -333,11 +333,17 @@ case "$CASE" in
     address="$(bound_address host)"
     [[ -n "$address" ]] || fail "no bound address in the log"
     guest "" "$address" "$E2E/saxpy_drv" || fail "saxpy_drv over $address"
+    # A module image larger than a message goes in chunks over TLS and TCP alike.
+    guest "" "$address" "$E2E/big_module_drv" || fail "big_module_drv over $address"
+    # Managed memory needs shared pages: the device says it has none, the call is refused.
+    out="$(guest "" "$address" "$E2E/managed_drv" 2>&1)" || fail "managed_drv over $address: $out"
+    grep -q "refused as expected" <<<"$out" || fail "managed memory over $address: $out"
     check_refusals "" "$address" host
     # Plain tcp:// serves on loopback, and only there.
     start_daemon plain "" "tcp://127.0.0.1:0"
     address="$(bound_address plain)"
     guest "" "$address" "$E2E/kernels_drv" || fail "kernels_drv over $address"
+    guest "" "$address" "$E2E/big_module_drv" || fail "big_module_drv over $address"
     out="$("$PVGPUD" --listen tcp://0.0.0.0:0 2>&1)" && fail "tcp:// on 0.0.0.0 was accepted"
     grep -q "loopback" <<<"$out" || fail "unclear refusal: $out"
     echo "pvgpud refused: $out"

@@ -203,6 +203,12 @@ class CpuContext final : public Context {
     return memory_.AddExternal(data, size);
   }
   Status UnmapHostMemory(uint64_t dptr) override { return memory_.Free(dptr); }
+  // Kernels reach memory through the context's address table, so the device address can be
+  // any free one: the guest's own pointer maps to the daemon's view of the same pages.
+  StatusOr<uint64_t> MapHostMemoryAt(uint8_t* data, uint64_t size, uint64_t address) override {
+    PVGPU_TRY(memory_.AddExternalAt(address, data, size));
+    return address;
+  }
 
   void Cancel() override { cancel_.store(true); }
   uint64_t used_bytes() const override { return memory_.used_bytes(); }

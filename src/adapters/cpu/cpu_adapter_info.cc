@@ -1,14 +1,13 @@
 // Device properties of the cpu adapter. It presents itself as a compute capability 7.5 device
 // (the oldest target nvcc 13 supports, so every PTX it emits is accepted) with one
 // "multiprocessor" per worker thread.
+#include <cuda.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
-
-#include <cuda.h>
 
 #include "adapters/cpu/cpu_adapter.h"
 #include "ptx/ptx.h"
@@ -108,7 +107,10 @@ void FillCpuAdapterInfo(const CpuAdapterOptions& options, unsigned threads, Adap
   set(CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED, 1);
   set(CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED, 1);
   set(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 16);
-  set(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0);
+  // Managed memory is shared pages at one address in guest and kernels (host/session_managed.cc):
+  // coherent, so both sides may use it at once. The guest clears both on remote channels.
+  set(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1);
+  set(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1);
   set(CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD, 0);
   set(CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, 1);
   set(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0);

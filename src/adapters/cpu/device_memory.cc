@@ -45,7 +45,7 @@ void AddressRange::Release(uint64_t address) {
 DeviceMemory::~DeviceMemory() {
   for (const auto& [address, entry] : blocks_) {
     Release(entry.value, entry.size);
-    range_->Release(address);
+    if (!entry.value.placed) range_->Release(address);
   }
 }
 
@@ -88,11 +88,26 @@ StatusOr<uint64_t> DeviceMemory::AddExternal(uint8_t* data, uint64_t size) {
   const uint64_t address = range_->Reserve(size);
   if (address == 0) return Error(Code::kOutOfMemory, "device address space exhausted");
   std::unique_lock lock(mutex_);
-  if (!blocks_.Insert(address, size, Block{data, false, true})) {
+  if (!blocks_.Insert(address, size, Block{data, false, true, false})) {
     range_->Release(address);
     return Error(Code::kOutOfMemory, "device address space exhausted");
   }
   return address;
+}
+
+Status DeviceMemory::AddExternalAt(uint64_t address, uint8_t* data, uint64_t size) {
+  if (size == 0 || data == nullptr || address + size < address) {
+    return Error(Code::kInvalidValue, "empty host mapping");
+  }
+  // Addresses of the window are the adapter's to hand out; one placed there could collide.
+  if (range_->Overlaps(address, size)) {
+    return Error(Code::kInvalidValue, "address inside the adapter's device address window");
+  }
+  std::unique_lock lock(mutex_);
+  if (!blocks_.Insert(address, size, Block{data, false, true, true})) {
+    return Error(Code::kInvalidValue, "address overlaps device memory");
+  }
+  return Status::Ok();
 }
 
 Status DeviceMemory::Free(uint64_t address) {
@@ -108,7 +123,7 @@ Status DeviceMemory::Free(uint64_t address) {
     blocks_.erase(it);
   }
   Release(block, size);
-  range_->Release(address);
+  if (!block.placed) range_->Release(address);
   return Status::Ok();
 }
 

@@ -21,6 +21,10 @@ namespace pvgpu::adapters::cpu {
 class AddressRange {
  public:
   AddressRange(uint64_t base, uint64_t window) : base_(base), end_(base + window), next_(base) {}
+  // Whether [address, address + size) overlaps the window.
+  bool Overlaps(uint64_t address, uint64_t size) const {
+    return address < end_ && address + size > base_;
+  }
   // Returns a free range start for `size` bytes, or 0 when the window is exhausted.
   uint64_t Reserve(uint64_t size);
   void Release(uint64_t address);
@@ -40,6 +44,9 @@ class DeviceMemory final : public ptx::AddressSpace {
   Status Free(uint64_t address);
   // Gives caller-owned memory a device address (pinned host memory). Not counted as used.
   StatusOr<uint64_t> AddExternal(uint8_t* data, uint64_t size);
+  // The same at device address `address` chosen by the caller (managed memory, at the guest's
+  // own address); kInvalidValue when it overlaps a block or the adapter's address window.
+  Status AddExternalAt(uint64_t address, uint8_t* data, uint64_t size);
   uint8_t* Translate(uint64_t address, uint64_t size) override;
   bool Lookup(uint64_t address, uint64_t size, Range* out) override;
   uint64_t used_bytes() const;
@@ -49,6 +56,7 @@ class DeviceMemory final : public ptx::AddressSpace {
     uint8_t* data;
     bool mapped;    // mmap'd (large) rather than heap-allocated
     bool external;  // owned by someone else: never released here
+    bool placed;    // at a caller's address, not one of range_'s
   };
   static void Release(const Block& block, uint64_t size);
 

@@ -33,6 +33,12 @@ StatusOr<AdapterInfo> QueryAdapterInfo(const Driver& driver, CUdevice device) {
       info.attributes[attribute] = value;
     }
   }
+  // Guests' managed memory is host memory registered with the GPU, whose device pointer must be
+  // its host pointer (CudaContext::MapHostMemoryAt): a GPU without that offers none.
+  if (info.attributes[CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM] == 0) {
+    info.attributes[CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY] = 0;
+    info.attributes[CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS] = 0;
+  }
   info.pci_domain = static_cast<uint32_t>(info.attributes[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID]);
   info.pci_bus = static_cast<uint32_t>(info.attributes[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID]);
   info.pci_device = static_cast<uint32_t>(info.attributes[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);

@@ -200,6 +200,25 @@ StatusOr<uint64_t> CudaContext::MapHostMemory(uint8_t* data, uint64_t size) {
   return static_cast<uint64_t>(dptr);
 }
 
+// Managed memory on a GPU, correct before fast: the guest's shared pages, mapped at the same
+// address in the daemon, registered as pinned host memory. Under unified addressing (every
+// 64-bit GPU since Fermi on Linux) a registered range's device pointer is its host pointer
+// (CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM), so kernels use the guest's
+// pointer as it is; every access crosses the bus (no migration), which is slow but coherent.
+StatusOr<uint64_t> CudaContext::MapHostMemoryAt(uint8_t* data, uint64_t size, uint64_t address) {
+  if (reinterpret_cast<uint64_t>(data) != address) {
+    return Error(Code::kNotSupported, "managed memory must be mapped at its guest address");
+  }
+  PVGPU_ASSIGN_OR_RETURN(uint64_t dptr, MapHostMemory(data, size));
+  if (dptr != address) {
+    (void)UnmapHostMemory(dptr);
+    return Error(Code::kNotSupported,
+                 "the GPU's device pointer for registered memory is not its host pointer (no "
+                 "unified addressing): managed memory is not supported on it");
+  }
+  return dptr;
+}
+
 Status CudaContext::UnmapHostMemory(uint64_t dptr) {
   auto it = host_mappings_.find(dptr);
   if (it == host_mappings_.end()) return Error(Code::kInvalidValue, "not a host mapping");

@@ -31,6 +31,7 @@ class CudaContext final : public Context {
   // no `override` here so that this file builds with and without them; an abstract-class error
   // still catches a signature that drifts).
   StatusOr<uint64_t> MapHostMemory(uint8_t* data, uint64_t size) override;
+  StatusOr<uint64_t> MapHostMemoryAt(uint8_t* data, uint64_t size, uint64_t address) override;
   Status UnmapHostMemory(uint64_t dptr) override;
   StatusOr<std::unique_ptr<Module>> LoadModule(const ModuleImage& image, std::string* error_log,
                                                std::string* info_log) override;

@@ -252,19 +252,22 @@ Code Client::ExchangeBatch(
   return result;
 }
 
-Code Client::CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags) {
+Code Client::PassFd(int fd) {
   if (!connected()) {
     Status status = Connect();
     if (!status.ok()) return status.code();
   }
+  MutexLock lock(&mutex_);
+  if (broken_.load()) return Code::kDeviceUnavailable;
+  Status sent = endpoint_->SendFd(fd);
+  if (sent.code() == Code::kNotSupported) return Code::kNotSupported;
+  if (!sent.ok()) return Broken(sent);
+  return Code::kOk;
+}
+
+Code Client::CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags) {
   MutexLock fd_lock(&fd_mutex_);
-  {
-    MutexLock lock(&mutex_);
-    if (broken_.load()) return Code::kDeviceUnavailable;
-    Status sent = endpoint_->SendFd(fd);
-    if (sent.code() == Code::kNotSupported) return Code::kNotSupported;
-    if (!sent.ok()) return Broken(sent);
-  }
+  if (Code code = PassFd(fd); code != Code::kOk) return code;
   protocol::HostRegionCreateRequest request;
   request.region = handle;
   request.size = size;

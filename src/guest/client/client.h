@@ -72,6 +72,10 @@ class Client {
   // kNotSupported when the channel cannot pass descriptors (remote hosts).
   Code CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags)
       EXCLUDES(mutex_, fd_mutex_);
+  // The same for any request that takes the memfd passed just before it (ManagedAlloc).
+  template <typename Request>
+  Code CallWithFd(int fd, const Request& request, typename Request::Reply* reply)
+      EXCLUDES(mutex_, fd_mutex_);
 
   // True once the host has finished every message up to `seq` (no message sent).
   bool Done(uint64_t seq) const;
@@ -125,6 +129,8 @@ class Client {
       EXCLUDES(mutex_);
   void HandleUnsolicited(const protocol::MessageHeader& header, std::span<const uint8_t> body);
   Code Broken(const Status& status);
+  // Connects if needed and passes `fd` (SendFd); kNotSupported on channels without fd passing.
+  Code PassFd(int fd) REQUIRES(fd_mutex_) EXCLUDES(mutex_);
 
   const std::string address_;
   // Held for a message's exchange with the host (and while connecting): one conversation on
@@ -175,6 +181,13 @@ Code Client::Send(const Request& request, std::span<const uint8_t> request_paylo
   if (sent != Code::kOk || !wait) return sent;
   if (reply != nullptr) *reply = fixed;
   return static_cast<Code>(fixed.result);
+}
+
+template <typename Request>
+Code Client::CallWithFd(int fd, const Request& request, typename Request::Reply* reply) {
+  MutexLock fd_lock(&fd_mutex_);
+  if (Code code = PassFd(fd); code != Code::kOk) return code;
+  return Call(request, {}, reply);
 }
 
 template <typename Request>

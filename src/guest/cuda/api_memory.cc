@@ -5,6 +5,7 @@
 // without waiting.
 #include "guest/cuda/copy.h"
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/managed.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
@@ -76,6 +77,7 @@ Code MemAllocPitch_v2(CUctx_st* ctx, CUdeviceptr* dptr, size_t* pPitch, size_t W
 
 Code MemFree_v2(CUdeviceptr dptr) {
   if (dptr == 0) return Code::kOk;
+  if (Code code; FreeManaged(dptr, &code)) return code;
   auto allocation = objects().device_memory.FindBase(dptr);
   if (!allocation.has_value()) return Code::kInvalidValue;
   CUctx_st* owner = allocation->value;

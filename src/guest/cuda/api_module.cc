@@ -12,6 +12,7 @@
 
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/module_load.h"
+#include "guest/cuda/module_upload.h"
 #include "guest/cuda/state.h"
 #include "protocol/link_image.h"
 
@@ -87,20 +88,14 @@ Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* log
   if (Code code = ClassifyImage(image, &kind, &bytes); code != Code::kOk) return code;
   if (origin.address == nullptr && origin.file.empty()) origin.address = image;
   Client& client = *ctx->client;
-  if (bytes.size() > client.max_payload()) {
-    PVGPU_WARN("module load failed: " << DescribeImage(ImageKindName(kind), origin) << " is "
-                                      << bytes.size() << " bytes, more than the channel's limit of "
-                                      << client.max_payload());
-    return Code::kInvalidImage;
-  }
   protocol::ModuleLoadRequest request;
   request.ctx = ctx->handle;
   request.module = client.NewHandle();
   request.image_kind = static_cast<uint32_t>(kind);
   request.log_limit = 1u << 20;
   std::vector<uint8_t> payload;
-  const Code code = client.Call(
-      request, {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, nullptr, &payload);
+  const Code code = SendModuleImage(
+      client, request, {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, &payload);
   auto mod = std::make_shared<CUmod_st>();
   if (code == Code::kDeviceUnavailable || !mod->description.Decode(payload)) {
     return code == Code::kOk ? Code::kUnknown : code;

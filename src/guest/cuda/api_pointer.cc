@@ -6,6 +6,7 @@
 
 #include "guest/cuda/copy.h"
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/managed.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
@@ -17,12 +18,13 @@ struct PointerInfo {
   CUctx_st* ctx = nullptr;
   uintptr_t base = 0;
   size_t size = 0;
-  bool known = false;  // allocated or registered through the driver
+  bool known = false;    // allocated or registered through the driver
+  bool managed = false;  // cuMemAllocManaged: one address for host and device
 };
 
 PointerInfo Classify(CUdeviceptr ptr) {
   if (auto memory = objects().device_memory.Find(ptr)) {
-    return {CU_MEMORYTYPE_DEVICE, memory->value, memory->base, memory->size, true};
+    return {CU_MEMORYTYPE_DEVICE, memory->value, memory->base, memory->size, true, IsManaged(ptr)};
   }
   if (auto region = objects().pinned.Find(ptr)) {
     return {CU_MEMORYTYPE_HOST, nullptr, region->base, region->size, true};
@@ -52,9 +54,10 @@ Code GetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
       return Put<CUdeviceptr>(data, known && info.type == CU_MEMORYTYPE_DEVICE, ptr);
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-      return Put<void*>(data, known && info.type == CU_MEMORYTYPE_HOST,
+      return Put<void*>(data, known && (info.type == CU_MEMORYTYPE_HOST || info.managed),
                         reinterpret_cast<void*>(ptr));
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      return Put<int>(data, known, info.managed ? 1 : 0);
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "guest/cuda/host_func.h"
+#include "guest/cuda/managed.h"
 
 namespace pvgpu::guest {
 
@@ -91,6 +92,7 @@ Code DriverState::Init(unsigned int flags) {
         init_error_.store(code);
         return code;
       }
+      AdjustManagedAttributes(&device);
       devices.push_back(device);
     }
   }
