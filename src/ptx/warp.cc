@@ -125,6 +125,8 @@ void RunWarp(Warp& w) {
         w.state = WarpState::kDone;
         return;
       }
+      // Cooperative launches time-slice their blocks: others may be waiting for this one.
+      if (w.launch->config.cooperative) return;
     }
     const Inst& in = code[w.pc];
     uint32_t m = w.active;
