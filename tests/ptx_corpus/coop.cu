@@ -93,6 +93,21 @@ extern "C" __global__ void coop_ranks(unsigned long long* out) {
   grid.sync();  // a 2-D grid and 3-D blocks still find every block
 }
 
+// The grid workspace as the kernel sees it: its address (%envreg1:%envreg2) and, after one
+// grid barrier, its two words (cooperative_groups' wsSize and barrier).
+extern "C" __global__ void coop_workspace(unsigned long long* out) {
+  unsigned hi, lo;
+  asm("mov.u32 %0, %%envreg1;" : "=r"(hi));
+  asm("mov.u32 %0, %%envreg2;" : "=r"(lo));
+  cg::this_grid().sync();
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const unsigned* ws = reinterpret_cast<const unsigned*>((static_cast<unsigned long long>(hi) << 32) | lo);
+    out[0] = reinterpret_cast<unsigned long long>(ws);
+    out[1] = ws[0];
+    out[2] = ws[1];
+  }
+}
+
 // Launched both ways: 1 in a cooperative launch, 0 in an ordinary one (no workspace).
 extern "C" __global__ void coop_valid(int* out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = cg::this_grid().is_valid() ? 1 : 0;
