@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ptx/program.h"
+#include "ptx/warp_loop.h"
 
 namespace pvgpu::ptx {
 
@@ -158,7 +159,7 @@ SliceEnd RunBlockSlice(LaunchCtx& L, Scratch& s) {
     if (w.state == WarpState::kRunning) {
       if (w.active == 0) w.Reschedule();
       if (w.state == WarpState::kRunning) {
-        RunWarp(w);
+        RunWarpLoop<true>(w);
         progress = true;
         waiting |= w.state == WarpState::kYielded;
       }
