@@ -2,7 +2,8 @@
 # Fuzzes the decoders that read a guest's bytes, with libFuzzer (clang), ASan and UBSan.
 #
 #   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET for SECONDS; TARGET: protocol, ptx, fatbin, all
-#   scripts/fuzz.sh replay           run every target once over its corpus (-runs=0), as CI does
+#   scripts/fuzz.sh replay           run every target once over its corpus (-runs=0), as CI does,
+#                                    and build the guest libraries with clang's lock analysis
 #
 # Targets (each skipped with a note when its fuzzer is not in this tree):
 #   protocol  src/protocol/dispatch_fuzzer.cc   seeds tests/fuzz/protocol
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,14p' "$0" >&2
+  sed -n '2,15p' "$0" >&2
   exit 64
 }
 [[ $# -ge 1 ]] || usage
@@ -51,6 +52,9 @@ cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPVGPU_BUILD_TESTS=OFF -DPVGPU_BUILD_BENCH=OFF >/dev/null
 build_targets=()
 for t in "${present[@]}"; do build_targets+=("$(basename "${binary[$t]}")"); done
+# CI's replay also builds the guest libraries here, the one clang build it has: clang checks
+# their thread-safety annotations (-Werror=thread-safety, src/guest/CMakeLists.txt).
+[[ "$mode" == replay ]] && build_targets+=(pvgpu_cuda pvgpu_nvml)
 cmake --build "$build_dir" -j"${PVGPU_JOBS:-2}" --target "${build_targets[@]}"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"

@@ -1,7 +1,8 @@
 // The narrow interface every adapter implements (the kernel-mode driver role of GPU-PV).
 //
 // The session layer (host/) validates every request once — handles, ownership, address ranges,
-// quotas — before it reaches an adapter, so adapters implement only execution. Calls on one
+// quotas, the wire formats of module images — before it reaches an adapter, so adapters
+// implement only execution. Calls on one
 // Context come from one session thread, in submission order. A synchronous adapter (cpu)
 // completes the work before returning; an asynchronous one (cuda) may return once the work is
 // submitted, in order, to the device, and reports completion through NotifyWhenDone and errors
@@ -21,7 +22,10 @@
 #include <string_view>
 #include <vector>
 
+#include "common/dim3.h"
 #include "common/status.h"
+#include "protocol/link_image.h"
+#include "protocol/module_description.h"
 
 namespace pvgpu::adapters {
 
@@ -30,8 +34,8 @@ namespace pvgpu::adapters {
 inline constexpr size_t kAttributeSlots = 160;
 
 struct AdapterInfo {
-  std::string kind;           // "cpu", "cuda"
-  std::string name;           // what cuDeviceGetName reports
+  std::string kind;  // "cpu", "cuda"
+  std::string name;  // what cuDeviceGetName reports
   std::array<uint8_t, 16> uuid{};
   uint64_t luid = 0;          // stable id, like DXCore's adapter LUID
   uint64_t total_memory = 0;  // bytes the adapter offers
@@ -41,9 +45,7 @@ struct AdapterInfo {
   std::array<int32_t, kAttributeSlots> attributes{};  // indexed by CUdevice_attribute
 };
 
-struct Dim3 {
-  uint32_t x = 1, y = 1, z = 1;
-};
+using pvgpu::Dim3;
 
 struct LaunchConfig {
   Dim3 grid;
@@ -55,22 +57,10 @@ struct LaunchConfig {
   bool cooperative = false;
 };
 
-struct KernelInfo {
-  std::string name;
-  std::vector<uint32_t> param_offsets;
-  std::vector<uint32_t> param_sizes;
-  uint32_t param_bytes = 0;
-  uint32_t shared_bytes = 0;
-  uint32_t local_bytes = 0;
-  uint32_t num_regs = 0;
-  uint32_t max_threads_per_block = 0;
-};
-
-struct GlobalInfo {
-  std::string name;
-  uint64_t dptr = 0;
-  uint64_t size = 0;
-};
+// A module describes itself as the guest will see it (ModuleLoad's reply), so the session
+// passes the description on as it is.
+using KernelInfo = protocol::KernelDescription;
+using GlobalInfo = protocol::GlobalDescription;
 
 class Module {
  public:
@@ -79,9 +69,35 @@ class Module {
   virtual const std::vector<GlobalInfo>& globals() const = 0;
 };
 
-// kLinked: a link image (protocol/link_image.h): the inputs of a cuLinkComplete, linked by the
-// adapter when loaded.
-enum class ImageKind { kPtx, kFatbin, kCubin, kLinked };
+using protocol::ImageKind;
+
+// A module image as the session hands it to an adapter: decoded from the wire and validated.
+// What remains in device formats (PTX text, fatbinaries, cubins, a link's inputs) is the
+// adapter's to read: its PTX engine or its driver checks them.
+struct ModuleImage {
+  ImageKind kind = ImageKind::kPtx;
+  // kPtx: the text, up to its first NUL; kFatbin, kCubin: the image's bytes.
+  std::span<const uint8_t> bytes;
+  // kLinked: the link's inputs, every record's type and extent checked
+  // (protocol::DecodeLinkImage); views into the message, valid during LoadModule.
+  std::span<const protocol::LinkInput> inputs;
+
+  // An image of one kind from its bytes; kLinked's inputs are set by the caller.
+  static ModuleImage Of(ImageKind kind, std::span<const uint8_t> bytes) {
+    ModuleImage image;
+    image.kind = kind;
+    image.bytes = bytes;
+    if (kind == ImageKind::kPtx) {
+      for (size_t i = 0; i < bytes.size(); ++i) {
+        if (bytes[i] == 0) {
+          image.bytes = bytes.first(i);
+          break;
+        }
+      }
+    }
+    return image;
+  }
+};
 
 // One guest context on this adapter: its own address space and modules.
 class Context {
@@ -107,10 +123,18 @@ class Context {
 
   // Loads a module; its globals are allocated in this context. Logs are filled on success and
   // failure (kInvalidPtx, kNoBinaryForGpu, ...).
-  virtual StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind,
-                                                       std::span<const uint8_t> image,
+  virtual StatusOr<std::unique_ptr<Module>> LoadModule(const ModuleImage& image,
                                                        std::string* error_log,
                                                        std::string* info_log) = 0;
+  // The same for one image of a single kind (tools, tests). A link image arrives decoded, as
+  // ModuleImage::inputs, so it is refused here.
+  StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
+                                               std::string* error_log, std::string* info_log) {
+    if (kind == ImageKind::kLinked) {
+      return Error(Code::kInvalidImage, "a link image must be decoded (ModuleImage::inputs)");
+    }
+    return LoadModule(ModuleImage::Of(kind, image), error_log, info_log);
+  }
   // Runs kernel `kernel` of `module` to completion. `print` receives device printf output.
   virtual Status Launch(Module& module, uint32_t kernel, const LaunchConfig& config,
                         std::span<const uint8_t> params,

@@ -24,9 +24,8 @@ StatusOr<PtxLinkSources> PtxOfLinkInputs(std::span<const protocol::LinkInput> in
     std::string name = "#" + std::to_string(i + 1);
     if (!input.name.empty()) name += " (" + std::string(input.name) + ")";
     auto fail = [&](const Status& status) {
-      return Error(status.code(), "input " + name + ", " +
-                                      protocol::LinkInputTypeName(input.type) + ": " +
-                                      status.message());
+      return Error(status.code(), "input " + name + ", " + protocol::LinkInputTypeName(input.type) +
+                                      ": " + status.message());
     };
     StatusOr<std::string> text = Error(Code::kNotSupported, "");
     switch (input.type) {
@@ -73,6 +72,21 @@ StatusOr<PtxLinkSources> PtxOfLinkInputs(std::span<const protocol::LinkInput> in
     out.sources.push_back({std::move(name), out.texts.back()});
   }
   return out;
+}
+
+KernelInfo DescribePtxKernel(const ptx::KernelInfo& kernel) {
+  KernelInfo info;
+  info.name = kernel.name;
+  for (const auto& p : kernel.params) {
+    info.param_offsets.push_back(p.offset);
+    info.param_sizes.push_back(p.size);
+  }
+  info.param_bytes = kernel.param_bytes;
+  info.shared_bytes = kernel.static_shared_bytes;
+  info.local_bytes = kernel.local_bytes;
+  info.num_regs = kernel.num_regs;
+  info.max_threads_per_block = kernel.max_threads_per_block;
+  return info;
 }
 
 }  // namespace pvgpu::adapters

@@ -13,7 +13,7 @@
 namespace pvgpu {
 
 // The subset of CUresult values used inside pvgpu without including cuda.h. Values are those of
-// cuda.h (checked by static_asserts in guest/cuda/errors.cc).
+// cuda.h (checked by static_asserts in guest/cuda/api_errors.cc).
 enum class Code : int {
   kOk = 0,
   kInvalidValue = 1,
@@ -28,6 +28,7 @@ enum class Code : int {
   kMapFailed = 205,
   kNoBinaryForGpu = 209,
   kArrayIsMapped = 207,
+  kUnsupportedLimit = 215,
   kContextAlreadyInUse = 216,
   kInvalidPtx = 218,
   kInvalidSource = 300,
@@ -43,6 +44,8 @@ enum class Code : int {
   kPrimaryContextActive = 708,
   kContextIsDestroyed = 709,
   kAssert = 710,
+  kHostMemoryAlreadyRegistered = 712,
+  kHostMemoryNotRegistered = 713,
   kHardwareStackError = 714,
   kIllegalInstruction = 715,
   kMisalignedAddress = 716,

@@ -73,9 +73,27 @@ Status ParseQuota(const json& value, const std::string& where, uint64_t* quota) 
                         " (a size such as \"512M\" or \"2G\", a byte count, or \"none\")");
 }
 
+Status ParseLimits(const json& value, const std::string& where, SessionLimits* limits) {
+  if (!value.is_object()) {
+    return Bad(where, "\"limits\" must be an object such as {\"streams\": 256}");
+  }
+  for (const auto& [name, count] : value.items()) {
+    uint64_t* limit = FindLimit(*limits, name);
+    if (limit == nullptr) {
+      return Bad(where, "unknown limit \"" + name + "\" (expected " + LimitNames() + ")");
+    }
+    if (!count.is_number_unsigned() || count.get<uint64_t>() == 0) {
+      return Bad(where, "limit \"" + name + "\" must be a positive integer, not " + count.dump());
+    }
+    *limit = count.get<uint64_t>();
+  }
+  return Status::Ok();
+}
+
 StatusOr<ListenerConfig> ParseListener(const json& entry, const std::string& where) {
   if (!entry.is_object()) return Bad(where, "a listener must be an object");
-  PVGPU_TRY(CheckKeys(entry, {"address", "adapters", "memory_quota", "admin", "mode"}, where));
+  PVGPU_TRY(
+      CheckKeys(entry, {"address", "adapters", "memory_quota", "admin", "mode", "limits"}, where));
   ListenerConfig listener;
   listener.admin = false;  // container-facing unless the file says otherwise
   listener.mode = kDefaultListenerMode;
@@ -97,6 +115,9 @@ StatusOr<ListenerConfig> ParseListener(const json& entry, const std::string& whe
   if (auto it = entry.find("admin"); it != entry.end()) {
     if (!it->is_boolean()) return Bad(where, "\"admin\" must be true or false");
     listener.admin = it->get<bool>();
+  }
+  if (auto it = entry.find("limits"); it != entry.end()) {
+    PVGPU_TRY(ParseLimits(*it, where, &listener.limits));
   }
   if (auto it = entry.find("mode"); it != entry.end()) {
     if (!it->is_string() || !ParseSocketMode(it->get<std::string>(), &listener.mode)) {

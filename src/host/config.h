@@ -9,10 +9,12 @@
 //     "listeners": [
 //       {"address": "unix:/run/pvgpu/pvgpud.sock", "admin": true},
 //       {"address": "unix:/run/pvgpu/devices/gpu-0.sock", "adapters": [0],
-//        "memory_quota": "512M", "mode": "0660"}
+//        "memory_quota": "512M", "mode": "0660", "limits": {"streams": 256, "events": 4096}}
 //     ]
 //   }
-// Unknown keys are errors, so that a misspelt "memory_qouta" cannot silently grant everything.
+// "limits" caps the objects of each kind a session may hold (host/session_limits.h); kinds it
+// does not name keep their defaults. Unknown keys are errors, so that a misspelt
+// "memory_qouta" cannot silently grant everything.
 #pragma once
 
 #include <cstdint>

@@ -17,7 +17,8 @@ TEST(HostConfig, ParsesListenersWithDefaults) {
       {"address": "unix:/run/pvgpu/pvgpud.sock", "admin": true, "mode": "0600"},
       {"address": "unix:/run/pvgpu/devices/gpu-1.sock", "adapters": [1],
        "memory_quota": "512M"},
-      {"address": "unix:/run/pvgpu/devices/all.sock", "adapters": "all", "memory_quota": 4096}
+      {"address": "unix:/run/pvgpu/devices/all.sock", "adapters": "all", "memory_quota": 4096,
+       "limits": {"streams": 16, "allocations": 100}}
     ]})",
                                 "test.json");
   ASSERT_TRUE(config.ok()) << config.status().message();
@@ -26,12 +27,38 @@ TEST(HostConfig, ParsesListenersWithDefaults) {
   EXPECT_TRUE(config->listeners[0].admin);
   EXPECT_EQ(config->listeners[0].mode, 0600);
   EXPECT_TRUE(config->listeners[0].adapters.empty());  // all
-  EXPECT_FALSE(config->listeners[1].admin);             // container-facing by default
+  EXPECT_FALSE(config->listeners[1].admin);            // container-facing by default
   EXPECT_EQ(config->listeners[1].adapters, std::vector<uint32_t>{1});
   EXPECT_EQ(config->listeners[1].memory_quota, 512ull << 20);
   EXPECT_EQ(config->listeners[1].mode, 0660);
   EXPECT_TRUE(config->listeners[2].adapters.empty());
   EXPECT_EQ(config->listeners[2].memory_quota, 4096u);
+  const SessionLimits defaults;
+  EXPECT_EQ(config->listeners[1].limits.streams, defaults.streams);
+  EXPECT_EQ(config->listeners[2].limits.streams, 16u);
+  EXPECT_EQ(config->listeners[2].limits.allocations, 100u);
+  EXPECT_EQ(config->listeners[2].limits.events, defaults.events);  // not named: the default
+}
+
+TEST(SessionLimitsTest, ParsesNamedCountsAndKeepsTheRest) {
+  SessionLimits limits;
+  ASSERT_TRUE(ParseSessionLimits("contexts=2,events=10", &limits).ok());
+  EXPECT_EQ(limits.contexts, 2u);
+  EXPECT_EQ(limits.events, 10u);
+  EXPECT_EQ(limits.streams, SessionLimits{}.streams);
+  ASSERT_TRUE(ParseSessionLimits("", &limits).ok());
+  EXPECT_EQ(limits.contexts, 2u);
+}
+
+TEST(SessionLimitsTest, RefusesWhatItCannotRead) {
+  for (const char* bad : {"streams", "streams=", "streams=0", "streams=-1", "streams=1x",
+                          "stream=4", "streams=99999999999999999999"}) {
+    SessionLimits limits;
+    const Status status = ParseSessionLimits(bad, &limits);
+    EXPECT_EQ(status.code(), Code::kInvalidValue) << bad;
+    EXPECT_NE(status.message().find("bad limit"), std::string::npos) << status.message();
+    EXPECT_EQ(limits.streams, SessionLimits{}.streams) << "left as it was: " << bad;
+  }
 }
 
 // Each malformed file is refused with a message that names the problem and where it is.
@@ -63,13 +90,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"listeners": [{"address": "unix:rel.sock"}]})", "absolute path"},
         BadCase{R"({"listeners": [{"address": "unix:/a", "memory_qouta": "1G"}]})",
                 "unknown key \"memory_qouta\""},
-        BadCase{R"({"listeners": [{"address": "unix:/a", "adapters": [-1]}]})",
-                "adapter index -1"},
+        BadCase{R"({"listeners": [{"address": "unix:/a", "adapters": [-1]}]})", "adapter index -1"},
         BadCase{R"({"listeners": [{"address": "unix:/a", "adapters": []}]})", "non-empty list"},
         BadCase{R"({"listeners": [{"address": "unix:/a", "adapters": "some"}]})",
                 "\"all\" or a non-empty list"},
-        BadCase{R"({"listeners": [{"address": "unix:/a", "adapters": [0, 0]}]})",
-                "listed twice"},
+        BadCase{R"({"listeners": [{"address": "unix:/a", "adapters": [0, 0]}]})", "listed twice"},
         BadCase{R"({"listeners": [{"address": "unix:/a", "memory_quota": "lots"}]})",
                 "bad \"memory_quota\" \"lots\""},
         BadCase{R"({"listeners": [{"address": "unix:/a", "memory_quota": -5}]})",
@@ -79,11 +104,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"listeners": [{"address": "unix:/a", "mode": 660}]})", "bad \"mode\""},
         BadCase{R"({"listeners": [{"address": "unix:/a", "mode": "0999"}]})", "bad \"mode\""},
         BadCase{R"({"listeners": [{"address": "unix:/a"}, {"address": "unix:/a"}]})",
-                "used by two listeners"}));
+                "used by two listeners"},
+        BadCase{R"({"listeners": [{"address": "unix:/a", "limits": 5}]})",
+                "\"limits\" must be an object"},
+        BadCase{R"({"listeners": [{"address": "unix:/a", "limits": {"threads": 5}}]})",
+                "unknown limit \"threads\""},
+        BadCase{R"({"listeners": [{"address": "unix:/a", "limits": {"events": 0}}]})",
+                "must be a positive integer"},
+        BadCase{R"({"listeners": [{"address": "unix:/a", "limits": {"events": "many"}}]})",
+                "must be a positive integer"}));
 
 TEST(HostConfig, ValidatesIndicesAgainstTheHost) {
-  auto config = ParseHostConfig(
-      R"({"listeners": [{"address": "unix:/a", "adapters": [0, 2]}]})", "host.json");
+  auto config = ParseHostConfig(R"({"listeners": [{"address": "unix:/a", "adapters": [0, 2]}]})",
+                                "host.json");
   ASSERT_TRUE(config.ok());
   EXPECT_TRUE(ValidateListeners(config->listeners, 3, "host.json").ok());
   Status status = ValidateListeners(config->listeners, 2, "host.json");
@@ -123,9 +156,7 @@ TEST(HostConfig, LoadsFilesAndCreatesSocketDirectories) {
   char dir_template[] = "/tmp/pvgpu-config-test-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
-  {
-    std::ofstream(dir + "/host.json") << R"({"listeners": [{"address": "unix:/x.sock"}]})";
-  }
+  { std::ofstream(dir + "/host.json") << R"({"listeners": [{"address": "unix:/x.sock"}]})"; }
   auto config = LoadHostConfig(dir + "/host.json");
   ASSERT_TRUE(config.ok()) << config.status().message();
   EXPECT_EQ(config->listeners.size(), 1u);

@@ -23,6 +23,7 @@ struct Options {
   unsigned threads = 0;
   std::string memory;
   std::string quota;
+  std::string limits;
   int ready_fd = -1;
   std::string log_file;
   std::string log_level;
@@ -41,7 +42,7 @@ struct Options {
 // host's own tools (pvgpu smi, pvgpu cdi generate) still find it.
 pvgpu::StatusOr<std::vector<pvgpu::host::ListenerConfig>> PlanListeners(
     const Options& options, const pvgpu::host::HostConfig& file, size_t adapter_count,
-    uint64_t quota) {
+    uint64_t quota, const pvgpu::host::SessionLimits& limits) {
   using namespace pvgpu;
   std::vector<host::ListenerConfig> plan = file.listeners;
   PVGPU_TRY(host::ValidateListeners(plan, adapter_count, options.config));
@@ -51,6 +52,7 @@ pvgpu::StatusOr<std::vector<pvgpu::host::ListenerConfig>> PlanListeners(
     host::ListenerConfig config;
     config.address = address;
     config.memory_quota = quota;
+    config.limits = limits;
     plan.push_back(config);
   }
   if (!options.device_sockets.empty()) {
@@ -60,6 +62,7 @@ pvgpu::StatusOr<std::vector<pvgpu::host::ListenerConfig>> PlanListeners(
       return Error(Code::kInvalidValue, "--device-sockets needs an absolute directory");
     }
     for (auto& listener : host::DeviceSocketListeners(dir, adapter_count, quota, 0660)) {
+      listener.limits = limits;
       plan.push_back(std::move(listener));
     }
   }
@@ -87,6 +90,11 @@ int Serve(const Options& options) {
     std::cerr << "pvgpud: bad --quota '" << options.quota << "' (e.g. 512M)\n";
     return 2;
   }
+  host::SessionLimits limits;
+  if (Status parsed = host::ParseSessionLimits(options.limits, &limits); !parsed.ok()) {
+    std::cerr << "pvgpud: --limits: " << parsed.message() << "\n";
+    return 2;
+  }
   host::HostConfig file;
   if (!options.config.empty()) {
     auto loaded = host::LoadHostConfig(options.config);
@@ -112,8 +120,7 @@ int Serve(const Options& options) {
   }
   for (size_t i = 0; i < adapters->size(); ++i) {
     const auto& info = (*adapters)[i]->info();
-    PVGPU_INFO("adapter " << i << ": " << info.name << ", " << (info.total_memory >> 20)
-                          << " MiB");
+    PVGPU_INFO("adapter " << i << ": " << info.name << ", " << (info.total_memory >> 20) << " MiB");
   }
 
   // Signals are taken synchronously by the main thread; every other thread inherits the mask.
@@ -125,7 +132,7 @@ int Serve(const Options& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto plan = PlanListeners(options, file, adapters->size(), quota);
+  auto plan = PlanListeners(options, file, adapters->size(), quota, limits);
   if (!plan.ok()) {
     std::cerr << "pvgpud: " << plan.status().message() << "\n";
     return 2;
@@ -148,8 +155,7 @@ int Serve(const Options& options) {
     Status added = host::EnsureSocketDirectory(config.address);
     if (added.ok()) added = server.AddListener(config);
     if (!added.ok()) {
-      std::cerr << "pvgpud: cannot listen on " << config.address << ": " << added.message()
-                << "\n";
+      std::cerr << "pvgpud: cannot listen on " << config.address << ": " << added.message() << "\n";
       return 1;
     }
   }
@@ -169,16 +175,16 @@ int Serve(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"pvgpud: the pvgpu host daemon. Serves the host's adapters to guest processes "
-               "over a channel (local: Unix socket with shared memory)."};
+  CLI::App app{
+      "pvgpud: the pvgpu host daemon. Serves the host's adapters to guest processes "
+      "over a channel (local: Unix socket with shared memory)."};
   Options options;
   app.add_option("--listen", options.listen,
                  "Address to accept guests on, repeatable: unix:PATH (default unix:" +
                      pvgpu::DefaultSocketPath() +
                      "), tls://HOST:PORT (needs --tls-cert, --tls-key, --token-file) or "
                      "tcp://LOOPBACK:PORT (no TLS, no token: loopback only)");
-  app.add_option("--tls-cert", options.tls_cert,
-                 "Certificate chain (PEM) of tls:// listeners")
+  app.add_option("--tls-cert", options.tls_cert, "Certificate chain (PEM) of tls:// listeners")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-key", options.tls_key, "Private key (PEM) of tls:// listeners")
       ->check(CLI::ExistingFile);
@@ -186,10 +192,11 @@ int main(int argc, char** argv) {
                  "File whose first line is the shared secret every tls:// guest must present "
                  "(at least 16 characters, e.g. from `openssl rand -hex 32`)")
       ->check(CLI::ExistingFile);
-  CLI::Option* adapters_option = app.add_option("--adapters", options.adapters,
-                 "Adapters to serve, in order: a comma-separated list of KIND[:memory=SIZE]; "
-                 "kinds: cpu, cuda (every GPU of the host's CUDA driver)")
-      ->capture_default_str();
+  CLI::Option* adapters_option =
+      app.add_option("--adapters", options.adapters,
+                     "Adapters to serve, in order: a comma-separated list of KIND[:memory=SIZE]; "
+                     "kinds: cpu, cuda (every GPU of the host's CUDA driver)")
+          ->capture_default_str();
   app.add_option("--threads", options.threads,
                  "Worker threads of the cpu adapters (0: one per CPU the daemon may use)")
       ->capture_default_str();
@@ -197,6 +204,11 @@ int main(int argc, char** argv) {
                  "Device memory each cpu adapter offers, e.g. 8G (default: half of RAM)");
   app.add_option("--quota", options.quota,
                  "Device memory each guest session may hold, e.g. 512M (default: no quota)");
+  app.add_option("--limits", options.limits,
+                 "Objects of each kind a guest session may hold, e.g. streams=256,events=1024; "
+                 "kinds: " +
+                     pvgpu::host::LimitNames() +
+                     " (defaults: docs/threat-model.md); for --listen and --device-sockets");
   app.add_option("--cuda-driver", options.cuda_driver,
                  "libcuda.so.1 for the cuda adapters (default: the system's, never pvgpu's own; "
                  "pvgpu's own is accepted here to chain to the pvgpud named by PVGPU_HOST)");
@@ -204,7 +216,7 @@ int main(int argc, char** argv) {
                  "libnvidia-ml.so.1 for the cuda adapters' utilization (default: the system's)");
   app.add_option("--config", options.config,
                  "JSON file with \"adapters\" and \"listeners\" (address, adapters, "
-                 "memory_quota, admin, mode); see docs/containers.md")
+                 "memory_quota, limits, admin, mode); see docs/containers.md")
       ->check(CLI::ExistingFile);
   app.add_option("--device-sockets", options.device_sockets,
                  "Also listen on DIR/gpu-<index>.sock for each adapter and DIR/all.sock, "

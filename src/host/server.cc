@@ -14,6 +14,7 @@ Status Server::AddListener(const ListenerConfig& config) {
   auto listener = std::make_unique<Listener>();
   listener->config = config;
   listener->policy.memory_quota = config.memory_quota;
+  listener->policy.limits = config.limits;
   listener->policy.listener = config.address;
   listener->policy.server = this;
   listener->policy.admin = config.admin;
@@ -46,10 +47,10 @@ Status Server::AddListener(const ListenerConfig& config) {
   Listener* raw = listener.get();
   listener->thread = std::thread([this, raw] { AcceptLoop(raw); });
   PVGPU_INFO("listening on " << bound << " (" << raw->policy.adapters.size()
-                                  << " adapter(s), quota "
-                                  << (config.memory_quota ? std::to_string(config.memory_quota)
-                                                          : std::string("none"))
-                                  << ")");
+                             << " adapter(s), quota "
+                             << (config.memory_quota ? std::to_string(config.memory_quota)
+                                                     : std::string("none"))
+                             << ")");
   std::lock_guard<std::mutex> lock(mutex_);
   listeners_.push_back(std::move(listener));
   return Status::Ok();

@@ -17,12 +17,13 @@
 namespace pvgpu::host {
 
 struct ListenerConfig {
-  std::string address;                // "unix:/run/pvgpu/pvgpud.sock"
-  std::vector<uint32_t> adapters;     // host adapter indices; empty = all
-  uint64_t memory_quota = 0;          // per session; 0 = none
-  bool admin = true;                  // its sessions may see the whole host (pvgpu smi)
-  int mode = 0666;                    // the socket file's permissions
-  transport::RemoteOptions remote;    // tcp:// and tls://: TLS files and token
+  std::string address;              // "unix:/run/pvgpu/pvgpud.sock"
+  std::vector<uint32_t> adapters;   // host adapter indices; empty = all
+  uint64_t memory_quota = 0;        // per session; 0 = none
+  SessionLimits limits;             // per session: objects of each kind
+  bool admin = true;                // its sessions may see the whole host (pvgpu smi)
+  int mode = 0666;                  // the socket file's permissions
+  transport::RemoteOptions remote;  // tcp:// and tls://: TLS files and token
 };
 
 class Server {

@@ -1,28 +1,39 @@
-// One guest connection: its handle tables, its contexts on the adapters, and the loop that
-// decodes, validates and executes its commands in order.
+// One guest connection: the loop that decodes, validates and executes its messages in order,
+// and the objects it holds on the adapters.
 //
-// Two tiers of errors (see STYLE.md): a message that breaks the protocol (bad size, unknown op,
-// unknown or stale handle, a handle reused) ends the session with a logged reason; a CUDA-level
-// failure (bad pointer value, out of memory, a kernel fault) is a result returned to the guest.
+// Two tiers of errors (STYLE.md): a message that breaks the protocol (bad size, unknown op,
+// an unknown, stale, foreign or reused handle) is a violation (host/outcome.h) that ends the
+// session with a logged reason; a CUDA-level failure (a bad pointer value, out of memory, a
+// limit reached, a kernel fault) is a result returned to the guest.
+//
+// The parts the loop uses live in their own files: the kernel watcher (kernel_watcher.h), the
+// completion fence (completion_fence.h), fault accounting (fault_accounting.h), the typed
+// handle stores and limits (handle_store.h, session_objects.h, session_limits.h); the handlers
+// are in session_*.cc by subject, the dispatch's interface in session_dispatch.cc.
+//
+// Implementors: a new message needs an entry in protocol/messages.json (its handles' kinds
+// resolve there), an Execute overload here taking the request, its payload and the resolved
+// objects, and its body in the session_*.cc of its subject.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <span>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "adapters/adapter.h"
 #include "common/function_ref.h"
+#include "host/completion_fence.h"
+#include "host/fault_accounting.h"
+#include "host/handle_store.h"
+#include "host/kernel_watcher.h"
+#include "host/outcome.h"
+#include "host/session_limits.h"
+#include "host/session_objects.h"
 #include "protocol/wire.h"
 #include "transport/channel.h"
 
@@ -30,11 +41,13 @@ namespace pvgpu::host {
 
 class Server;
 
-// What a listener grants the sessions it accepts: which host adapters they see (in order) and
-// how much device memory each session may hold across them (0: no quota beyond the adapters').
+// What a listener grants the sessions it accepts: which host adapters they see (in order), how
+// much device memory each session may hold across them (0: no quota beyond the adapters') and
+// how many objects of each kind.
 struct SessionPolicy {
   std::vector<adapters::Adapter*> adapters;
   uint64_t memory_quota = 0;
+  SessionLimits limits;
   std::string listener;  // for logs and smi
   Server* server = nullptr;
   // An admin session (the host's own tools) sees every session and listener; others see only
@@ -63,143 +76,154 @@ class Session {
   // Asks Run to return soon and stops running kernels (daemon shutdown).
   void Stop();
   bool finished() const { return finished_.load(); }
+  // Why the session ended when the guest broke the protocol; empty otherwise. Valid once
+  // finished().
+  const std::string& violation() const { return violation_; }
   SessionSnapshot Snapshot() const;
   uint32_t id() const { return id_; }
   const SessionPolicy& policy() const { return policy_; }
 
-  // Called by protocol::Dispatch for each decoded request (and by RunInPlace, whose payload
-  // is a transport::MessageView).
-  template <typename Request, typename Payload>
-  Code Handle(const Request& request, const Payload& payload);
+  // The interface protocol::Invoke (the generated dispatch) resolves handles through; see
+  // protocol_autogen.h. session_dispatch.cc.
+  using Result = Outcome;
+  ContextState* Find(protocol::HandleTag<protocol::HandleKind::kContext>, uint64_t id);
+  Region* Find(protocol::HandleTag<protocol::HandleKind::kRegion>, uint64_t id);
+  adapters::Module* Find(protocol::HandleTag<protocol::HandleKind::kModule>, uint64_t id,
+                         ContextState& ctx);
+  Stream* Find(protocol::HandleTag<protocol::HandleKind::kStream>, uint64_t id, ContextState& ctx);
+  Event* Find(protocol::HandleTag<protocol::HandleKind::kEvent>, uint64_t id, ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kContext>, uint64_t id) const;
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kRegion>, uint64_t id) const;
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kModule>, uint64_t id, ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kStream>, uint64_t id, ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kEvent>, uint64_t id, ContextState& ctx);
+  template <typename Request>
+  Outcome Unknown(const Request&, protocol::HandleKind kind, uint64_t id) {
+    Begin<Request>();
+    return Finish<Request>(UnknownHandle(Request::kOp, kind, id, nullptr));
+  }
+  template <typename Request>
+  Outcome Unknown(const Request&, protocol::HandleKind kind, uint64_t id, ContextState& ctx) {
+    Begin<Request>();
+    return Finish<Request>(UnknownHandle(Request::kOp, kind, id, &ctx));
+  }
+  template <typename Request>
+  Outcome Taken(const Request&, protocol::HandleKind kind, uint64_t id) {
+    return TakenHandle(Request::kOp, kind, id);
+  }
+  Code Fault(const ContextState& ctx) const { return ctx.errors.sticky; }
+  template <typename Request>
+  Outcome Answer(const Request&, Code code) {
+    Begin<Request>();
+    return Finish<Request>(code);
+  }
+  // Executes a request whose handles resolved, then replies when the guest waits for one and
+  // the handler did not. Also called by RunInPlace, whose payload is a transport::MessageView.
+  template <typename Request, typename Payload, typename... Objects>
+  Outcome Handle(const Request& request, const Payload& payload, Objects&&... objects) {
+    Begin<Request>();
+    return Finish<Request>(Execute(request, payload, std::forward<Objects>(objects)...));
+  }
 
  private:
-  struct Allocation {
-    uint64_t size;
-    bool module_owned;  // a module's global or a mapped host region: not freed by cuMemFree
-  };
-  // Pinned host memory: a guest memfd mapped into the daemon.
-  struct Region {
-    Region(uint8_t* data, uint64_t size) : data(data), size(size) {}
-    ~Region();
-    Region(const Region&) = delete;
-    Region& operator=(const Region&) = delete;
-    uint8_t* data;
-    uint64_t size;
-  };
-  struct Event {
-    bool recorded = false;
-    int64_t timestamp_ns = 0;
-    // Asynchronous adapters: set when the work before the record has completed (an adapter
-    // thread writes it, hence shared and atomic); timestamp_ns is only the submission time.
-    std::shared_ptr<std::atomic<int64_t>> completed_ns;
-  };
-  struct ContextState {
-    uint32_t device = 0;  // index in policy_.adapters
-    std::unique_ptr<adapters::Context> impl;
-    Code sticky = Code::kOk;   // a fault poisons the context, as on hardware
-    Code pending = Code::kOk;  // first asynchronous error not yet reported
-    std::map<uint64_t, Allocation> allocations;
-    std::unordered_map<uint64_t, std::unique_ptr<adapters::Module>> modules;
-    std::unordered_map<uint64_t, uint32_t> streams;  // handle -> flags
-    std::unordered_map<uint64_t, Event> events;
-    std::unordered_map<uint64_t, uint64_t> mapped_regions;  // region handle -> dptr
-  };
+  using Span = std::span<const uint8_t>;
 
-  // Executors, one per message; session_handlers_*.cc.
-  Code Execute(const protocol::HelloRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::GoodbyeRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::HostStatusRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::DeviceGetInfoRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemGetInfoRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::CtxCreateRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::CtxDestroyRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::CtxSynchronizeRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::CtxSetLimitRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemAllocRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemFreeRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemcpyHtoDRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemcpyHtoDRequest&, const transport::MessageView&);
-  Code Execute(const protocol::MemcpyDtoHRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemcpyDtoDRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemsetRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::HostRegionCreateRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::HostRegionDestroyRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::HostRegionMapRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemcpyHtoDRegionRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::MemcpyDtoHRegionRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::ModuleLoadRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::ModuleUnloadRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::LaunchKernelRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::StreamCreateRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::StreamDestroyRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::StreamSynchronizeRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::EventCreateRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::EventDestroyRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::EventRecordRequest&, std::span<const uint8_t>);
-  Code Execute(const protocol::EventElapsedTimeRequest&, std::span<const uint8_t>);
+  // Executors, one per message, each given the request's resolved objects; session_*.cc.
+  Outcome Execute(const protocol::HelloRequest&, Span);
+  Outcome Execute(const protocol::GoodbyeRequest&, Span);
+  Outcome Execute(const protocol::HostStatusRequest&, Span);
+  Outcome Execute(const protocol::DeviceGetInfoRequest&, Span);
+  Outcome Execute(const protocol::MemGetInfoRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::CtxCreateRequest&, Span);
+  Outcome Execute(const protocol::CtxDestroyRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::CtxSynchronizeRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::CtxSetLimitRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::MemAllocRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::MemFreeRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::MemcpyHtoDRequest&, Span, ContextState&, Stream*);
+  Outcome Execute(const protocol::MemcpyHtoDRequest&, const transport::MessageView&, ContextState&,
+                  Stream*);
+  Outcome Execute(const protocol::MemcpyDtoHRequest&, Span, ContextState&, Stream*);
+  Outcome Execute(const protocol::MemcpyDtoDRequest&, Span, ContextState&, Stream*);
+  Outcome Execute(const protocol::MemsetRequest&, Span, ContextState&, Stream*);
+  Outcome Execute(const protocol::HostRegionCreateRequest&, Span);
+  Outcome Execute(const protocol::HostRegionDestroyRequest&, Span, Region&);
+  Outcome Execute(const protocol::HostRegionMapRequest&, Span, ContextState&, Region&);
+  Outcome Execute(const protocol::MemcpyHtoDRegionRequest&, Span, ContextState&, Stream*, Region&);
+  Outcome Execute(const protocol::MemcpyDtoHRegionRequest&, Span, ContextState&, Stream*, Region&);
+  Outcome Execute(const protocol::ModuleLoadRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::ModuleUnloadRequest&, Span, ContextState&, adapters::Module&);
+  Outcome Execute(const protocol::LaunchKernelRequest&, Span, ContextState&, Stream*,
+                  adapters::Module&);
+  Outcome Execute(const protocol::StreamCreateRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::StreamDestroyRequest&, Span, ContextState&, Stream&);
+  Outcome Execute(const protocol::StreamSynchronizeRequest&, Span, ContextState&, Stream*);
+  Outcome Execute(const protocol::EventCreateRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::EventDestroyRequest&, Span, ContextState&, Event&);
+  Outcome Execute(const protocol::EventRecordRequest&, Span, ContextState&, Event&, Stream*);
+  Outcome Execute(const protocol::EventElapsedTimeRequest&, Span, ContextState&, Event&, Event&);
 
-  // Runs `launch` (a synchronous adapter's kernel, which may never end) while watching the
-  // channel: once it has run for a while, a watcher thread reads the guest's next messages
-  // ahead, and cancels the kernel when the guest hangs up, says Goodbye or destroys the
-  // kernel's context. The session loop executes what was read ahead, in order, afterwards.
-  //
-  // `launch` is called before WatchedLaunch returns, so it is taken by reference: a
-  // std::function would allocate for the launch's captures on every launch.
-  Status WatchedLaunch(ContextState& ctx, uint64_t ctx_handle, FunctionRef<Status()> launch);
-  void WatchLoop();
-  // The session thread starts and ends launches without taking `mutex`: it and the watcher
-  // publish their flags seq_cst and then read the other's (Dekker), so either the session
-  // thread sees the watcher idle or busy and takes the lock to notify it, or the watcher sees
-  // the launch's new state itself.
-  struct Watch {
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::atomic<bool> active{false};               // a launch is running
-    std::atomic<uint64_t> launches{0};             // launches started (session thread writes)
-    std::atomic<adapters::Context*> ctx{nullptr};  // the running launch's context
-    std::atomic<uint64_t> ctx_handle{0};
-    std::atomic<bool> busy{false};  // the watcher is reading ahead
-    std::atomic<bool> idle{false};  // the watcher sleeps until a launch starts
-    // The watcher waits for the watched launch to end (set before busy is cleared).
-    std::atomic<bool> awaiting_end{false};
-    bool exit = false;  // guarded by mutex
-    std::thread thread;
-  };
-  Watch watch_;
-  // Filled by the watcher only while watch_.busy, drained by the session loop otherwise.
-  std::deque<std::vector<uint8_t>> read_ahead_;
-  Status read_ahead_end_;  // the channel's end seen while reading ahead (kOk: none)
+  template <typename Request>
+  void Begin() {
+    replied_ = false;
+    current_async_ = Request::kAsync;
+  }
+  // Replies with the outcome's code when the guest waits for a reply and none was sent.
+  template <typename Request>
+  Outcome Finish(Outcome outcome);
+  // A handle that names no object: a violation, unless it is a creation the budget refused
+  // (HandleStore::Refuse), whose error it then is. session_dispatch.cc.
+  Outcome UnknownHandle(protocol::Op op, protocol::HandleKind kind, uint64_t id, ContextState* ctx);
+  Outcome TakenHandle(protocol::Op op, protocol::HandleKind kind, uint64_t id);
 
-  // Ends the session: the guest broke the protocol. Returns a code for convenience.
-  Code Fatal(const std::string& reason);
-  // Looks up a region and checks [offset, offset + size) lies inside it; violations are fatal.
-  Region* FindRegion(uint64_t handle, uint64_t offset, uint64_t size);
-  // Looks up a context handle; a handle the guest never created is fatal.
-  ContextState* FindContext(uint64_t handle);
-  // Validates that [address, address + size) lies inside one allocation of `ctx`.
-  bool InAllocation(const ContextState& ctx, uint64_t address, uint64_t size) const;
-  // Checks a stream handle (0 is the context's default stream); unknown ones are fatal.
-  bool ValidStream(ContextState& ctx, uint64_t stream);
-  // First error to report for work in `ctx`: the sticky fault, else kOk.
-  static Code Sticky(const ContextState& ctx) { return ctx.sticky; }
-  void RecordFault(ContextState& ctx, const Status& status, const char* what);
-  // Publishes how many faults were recorded (transport::Endpoint::PublishErrorCount), or that
-  // the count cannot be vouched for while an asynchronous adapter's context exists.
-  void PublishErrorCount();
-  uint64_t faults_recorded_ = 0;
-  void DestroyContext(ContextState& ctx);
-  uint64_t UsedBytes() const;
-
-  // The start of each message in Run: its header in current_, checked (sequence, flags, Hello
-  // first); false, with the session ended as a protocol violation, when it fails.
-  bool BeginMessage(const protocol::MessageHeader& header, uint64_t* last_seq);
+  // One message that was copied out of the channel: header checks, then the dispatch.
+  Outcome RunMessage(std::span<const uint8_t> message, uint64_t* last_seq);
+  // The start of each message: its header in current_, checked (sequence, flags, Hello first).
+  Outcome BeginMessage(const protocol::MessageHeader& header, uint64_t* last_seq);
   // Runs a MemcpyHtoD message where it arrived (transport::Endpoint::ReceiveView): the bytes
   // go from the channel's ring straight to the device, without a copy into a message buffer.
   // Only its header and fixed part are copied and checked: the guest may still rewrite the
   // payload while it is copied, which changes only its own data; the adapter is done with the
   // payload when Write returns (adapters::Context::Write). False for any other message, which
   // the caller copies out and runs as usual.
-  bool RunInPlace(const transport::MessageView& message, uint64_t* last_seq);
+  bool RunInPlace(const transport::MessageView& message, uint64_t* last_seq,
+                  std::optional<Outcome>* outcome);
+  // Ends the session for a violation: logs the reason once.
+  void EndWithViolation(const std::string& reason);
+
+  // The work of a message failed after its message was answered or in a message the guest
+  // does not wait for: the error becomes the context's, for its next synchronization.
+  void RecordFault(ContextState& ctx, const Status& status, const char* what) {
+    faults_.Record(ctx.errors, status, what);
+  }
+  // Creation of a stream or event the budget refused: remembered (HandleStore::Refuse) so
+  // that later uses of the handle get the error, not a violation.
+  template <typename T>
+  Outcome RefuseCreation(ContextState& ctx, HandleStore<T>& store, uint64_t id, const char* kind);
+  // A copy between [offset, offset + size) of a pinned region and device memory at
+  // `device_address`: both ranges checked (the region's a violation, the device's an error
+  // recorded in `ctx`), then `copy` given the region's bytes.
+  Outcome CopyWithRegion(ContextState& ctx, const Region& region, uint64_t offset, uint64_t size,
+                         uint64_t device_address, FunctionRef<Status(std::span<uint8_t>)> copy);
+  // Whether `size` more bytes fit in the session's memory quota (true without one).
+  bool WithinQuota(uint64_t size) const;
+  // Tells the fault accounting how many asynchronous contexts there are (after one came or
+  // went).
+  void CountAsynchronousContexts();
+  // Waits for an asynchronous context's work; its faults become the context's errors.
+  void SynchronizeAdapter(ContextState& ctx);
+  // What the guest's synchronizing call in `ctx` returns (CtxSynchronize, StreamSynchronize).
+  Code SynchronizeContext(ContextState& ctx);
+  uint64_t UsedBytes() const;  // mutex_ held
+  bool ReplyWanted() const {
+    return (current_.flags & protocol::kFlagWantReply) != 0 || !current_async_;
+  }
+
+  // Ends the current message (the completion fence covers it): done now, or, when it named an
+  // asynchronous context, once the work submitted so far on that context completes. Once per
+  // message (SendReply calls it before replying, SendReplyFilled once the payload is written
+  // and before the reply is visible, the loop after executing).
+  void SettleCurrent();
 
   template <typename Reply>
   void SendReply(const Reply& reply, std::span<const uint8_t> payload = {});
@@ -213,77 +237,59 @@ class Session {
   void SendPrint(uint64_t ctx, std::string_view text);
   void SendRaw(const protocol::MessageHeader& header, std::span<const uint8_t> fixed,
                std::span<const uint8_t> payload);
-  // What a failed send means for the session: the guest gone (stop), or a corrupt ring (fatal).
+  // What a failed send means for the session: the guest gone (stop), or a corrupt ring, which
+  // the message's outcome turns into a violation (Handle).
   void HandleSendStatus(const Status& sent);
-
-  // The deferred completion fence (asynchronous adapters). The shared fence means "every
-  // message up to N is done". Work on an asynchronous context completes after its message was
-  // executed, on an adapter thread, and contexts complete out of order; so the seqs still in
-  // flight are kept, and the fence published is the highest seq below all of them (monotonic).
-  //
-  // Ends the current message: its seq is done now, or, when it named an asynchronous context,
-  // once the work submitted so far on that context completes. Once per message (SendReply
-  // calls it before replying, SendReplyFilled once the payload is written and before the
-  // reply is visible, the loop after executing).
-  void SettleCurrent();
-  // A deferred seq's work is done (any thread).
-  void CompleteSeq(uint64_t seq);
-  void PublishFenceLocked();  // fence_mutex_ held
-  // Waits for an asynchronous context's work; its faults become the context's errors.
-  void SynchronizeAdapter(ContextState& ctx);
-  uint64_t touched_ctx_ = 0;  // the context the current message named (set by FindContext)
-  bool settled_ = false;
-  std::mutex fence_mutex_;
-  std::set<uint64_t> in_flight_;  // guarded by fence_mutex_, as are the two below
-  uint64_t executed_ = 0;
-  uint64_t published_ = 0;
-  // Set (session thread, under fence_mutex_) when a seq is first deferred; until then only the
-  // session thread touches the three above and SettleCurrent takes no lock.
-  bool deferred_ever_ = false;
+  protocol::MessageHeader ReplyHeader() const;
 
   const uint32_t id_;
   std::unique_ptr<transport::Endpoint> endpoint_;
   const SessionPolicy policy_;
+  // Declared after endpoint_, which they use, and before the stores, whose asynchronous
+  // contexts call back into the fence until they are destroyed.
+  FaultAccounting faults_;
+  CompletionFence fence_;
+  KernelWatcher watcher_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
-  bool fatal_ = false;
+  std::string violation_;
   bool said_goodbye_ = false;
   bool hello_done_ = false;
 
   // The message being executed.
   protocol::MessageHeader current_{};
+  bool current_async_ = false;  // its op is asynchronous (its result is not awaited)
   bool replied_ = false;
+  bool settled_ = false;
+  uint64_t touched_ctx_ = 0;  // the context the message named (set by Find), for the fence
+  Status send_failure_;       // a corrupt reply ring met while replying to it
 
-  mutable std::mutex mutex_;  // guards the tables below against Snapshot/Stop
+  mutable std::mutex mutex_;  // guards what Snapshot and Stop read: the stores' membership
   int guest_pid_ = -1;
   std::string guest_name_;
-  std::unordered_map<uint64_t, std::unique_ptr<ContextState>> contexts_;
-  std::unordered_map<uint64_t, std::unique_ptr<Region>> regions_;
+  SessionBudgets budgets_;  // before the stores, which give back to them when destroyed
+  HandleStore<ContextState> contexts_;
+  HandleStore<Region> regions_;
 };
 
-template <typename Request, typename Payload>
-Code Session::Handle(const Request& request, const Payload& payload) {
-  replied_ = false;
-  const Code code = Execute(request, payload);
-  if (fatal_) return code;
-  const bool want_reply = !Request::kAsync || (current_.flags & protocol::kFlagWantReply) != 0;
-  if (want_reply && !replied_) {
+template <typename Request>
+Outcome Session::Finish(Outcome outcome) {
+  if (outcome.violation()) return outcome;
+  if (ReplyWanted() && !replied_) {
     typename Request::Reply reply;
-    reply.result = static_cast<int32_t>(code);
+    reply.result = static_cast<int32_t>(outcome.code());
     SendReply(reply);
   }
-  return code;
+  if (!send_failure_.ok()) return Violation("channel error: " + send_failure_.message());
+  return outcome;
 }
 
 template <typename Reply>
 void Session::SendReply(const Reply& reply, std::span<const uint8_t> payload) {
-  protocol::MessageHeader header;
-  header.op = current_.op;
-  header.flags = protocol::kFlagReply;
-  header.seq = current_.seq;
   // The fence covers this message too, so the guest sees it done when the reply arrives
   // (deferred until its work completes when it ran on an asynchronous adapter).
   SettleCurrent();
+  const protocol::MessageHeader header = ReplyHeader();
   SendRaw(header, {reinterpret_cast<const uint8_t*>(&reply), sizeof(reply)}, payload);
   replied_ = true;
 }
@@ -291,10 +297,7 @@ void Session::SendReply(const Reply& reply, std::span<const uint8_t> payload) {
 template <typename Reply>
 Status Session::SendReplyFilled(const Reply& reply, size_t payload_bytes,
                                 FunctionRef<Status(std::span<uint8_t>, size_t)> fill) {
-  protocol::MessageHeader header;
-  header.op = current_.op;
-  header.flags = protocol::kFlagReply;
-  header.seq = current_.seq;
+  const protocol::MessageHeader header = ReplyHeader();
   std::span<const uint8_t> parts[] = {{reinterpret_cast<const uint8_t*>(&header), sizeof(header)},
                                       {reinterpret_cast<const uint8_t*>(&reply), sizeof(reply)}};
   // The message is settled (its fence published) only once the payload is all there, and

@@ -9,8 +9,8 @@ namespace pvgpu::host {
 
 using namespace protocol;
 
-Code Session::Execute(const HelloRequest& request, std::span<const uint8_t>) {
-  if (hello_done_) return Fatal("second Hello");
+Outcome Session::Execute(const HelloRequest& request, Span) {
+  if (hello_done_) return Violation("second Hello");
   HelloReply reply;
   reply.protocol_version = kProtocolVersion;
   reply.session_id = id_;
@@ -33,18 +33,18 @@ Code Session::Execute(const HelloRequest& request, std::span<const uint8_t>) {
   reply.adapter_count = static_cast<uint32_t>(policy_.adapters.size());
   reply.result = 0;
   SendReply(reply);
-  PVGPU_INFO("session " << id_ << ": guest '" << guest_name_ << "' pid " << guest_pid_
-                        << " sees " << reply.adapter_count << " adapter(s)");
+  PVGPU_INFO("session " << id_ << ": guest '" << guest_name_ << "' pid " << guest_pid_ << " sees "
+                        << reply.adapter_count << " adapter(s)");
   return Code::kOk;
 }
 
-Code Session::Execute(const GoodbyeRequest&, std::span<const uint8_t>) {
+Outcome Session::Execute(const GoodbyeRequest&, Span) {
   said_goodbye_ = true;
   return Code::kOk;
 }
 
-Code Session::Execute(const DeviceGetInfoRequest& request, std::span<const uint8_t>) {
-  if (request.device >= policy_.adapters.size()) return Fatal("DeviceGetInfo: no such device");
+Outcome Session::Execute(const DeviceGetInfoRequest& request, Span) {
+  if (request.device >= policy_.adapters.size()) return Violation("DeviceGetInfo: no such device");
   const adapters::AdapterInfo& info = policy_.adapters[request.device]->info();
   DeviceGetInfoReply reply;
   std::strncpy(reply.name, info.name.c_str(), sizeof(reply.name) - 1);
@@ -65,10 +65,8 @@ Code Session::Execute(const DeviceGetInfoRequest& request, std::span<const uint8
   return Code::kOk;
 }
 
-Code Session::Execute(const MemGetInfoRequest& request, std::span<const uint8_t>) {
-  ContextState* ctx = FindContext(request.ctx);
-  if (ctx == nullptr) return Code::kInvalidContext;
-  const adapters::Adapter& adapter = *policy_.adapters[ctx->device];
+Outcome Session::Execute(const MemGetInfoRequest&, Span, ContextState& ctx) {
+  const adapters::Adapter& adapter = *policy_.adapters[ctx.device];
   MemGetInfoReply reply;
   uint64_t total = adapter.info().total_memory;
   uint64_t used = adapter.used_bytes();
@@ -83,53 +81,43 @@ Code Session::Execute(const MemGetInfoRequest& request, std::span<const uint8_t>
   return Code::kOk;
 }
 
-Code Session::Execute(const CtxCreateRequest& request, std::span<const uint8_t>) {
-  if (request.ctx == 0 || contexts_.count(request.ctx) != 0) {
-    return Fatal("CtxCreate: context handle reused or zero");
+Outcome Session::Execute(const CtxCreateRequest& request, Span) {
+  if (request.device >= policy_.adapters.size()) return Violation("CtxCreate: no such device");
+  if (budgets_.contexts.full()) {
+    PVGPU_DEBUG("session " << id_ << ": context refused: " << budgets_.contexts.limit()
+                           << " is the session's limit");
+    return Code::kOutOfMemory;
   }
-  if (request.device >= policy_.adapters.size()) return Fatal("CtxCreate: no such device");
   auto impl = policy_.adapters[request.device]->CreateContext();
   if (!impl.ok()) {
     PVGPU_WARN("session " << id_ << ": context creation failed: " << impl.status().ToString());
     return impl.status().code();
   }
-  auto state = std::make_unique<ContextState>();
-  state->device = request.device;
-  state->impl = std::move(impl).value();
-  std::lock_guard<std::mutex> lock(mutex_);
-  contexts_[request.ctx] = std::move(state);
-  PublishErrorCount();  // an asynchronous adapter's context: synchronization must ask
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    (void)contexts_.Add(request.ctx, budgets_, request.device, std::move(impl).value());
+  }
+  CountAsynchronousContexts();  // an asynchronous adapter's context: synchronization must ask
   return Code::kOk;
 }
 
-Code Session::Execute(const CtxDestroyRequest& request, std::span<const uint8_t>) {
-  ContextState* ctx = FindContext(request.ctx);
-  if (ctx == nullptr) return Code::kInvalidContext;
-  std::lock_guard<std::mutex> lock(mutex_);
-  DestroyContext(*ctx);
-  contexts_.erase(request.ctx);
-  PublishErrorCount();
+Outcome Session::Execute(const CtxDestroyRequest& request, Span, ContextState&) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    contexts_.Erase(request.ctx);  // cancels its work and frees everything it held
+  }
+  CountAsynchronousContexts();
   return Code::kOk;
 }
 
-Code Session::Execute(const CtxSynchronizeRequest& request, std::span<const uint8_t>) {
-  ContextState* ctx = FindContext(request.ctx);
-  if (ctx == nullptr) return Code::kInvalidContext;
-  // Work runs in submission order, so everything before this message is done (once an
-  // asynchronous adapter has been waited for; its faults surface here, as in CUDA).
-  SynchronizeAdapter(*ctx);
-  if (ctx->sticky != Code::kOk) return ctx->sticky;
-  const Code pending = ctx->pending;
-  ctx->pending = Code::kOk;
-  return pending;
+Outcome Session::Execute(const CtxSynchronizeRequest&, Span, ContextState& ctx) {
+  return SynchronizeContext(ctx);
 }
 
-Code Session::Execute(const CtxSetLimitRequest& request, std::span<const uint8_t>) {
-  ContextState* ctx = FindContext(request.ctx);
-  if (ctx == nullptr) return Code::kInvalidContext;
+Outcome Session::Execute(const CtxSetLimitRequest&, Span, ContextState&) {
   // Stack, printf FIFO and heap sizes need no host-side reservation on the cpu adapter; the
   // guest library keeps the values it reports back.
-  return ctx->sticky;
+  return Code::kOk;
 }
 
 }  // namespace pvgpu::host

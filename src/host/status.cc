@@ -121,8 +121,11 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
         }
         if (shown >= 0) devices.push_back(shown);
       }
-      json entry = {{"id", s.id},         {"pid", s.guest_pid}, {"name", s.guest_name},
-                    {"memory_used", s.used_bytes}, {"contexts", s.contexts},
+      json entry = {{"id", s.id},
+                    {"pid", s.guest_pid},
+                    {"name", s.guest_name},
+                    {"memory_used", s.used_bytes},
+                    {"contexts", s.contexts},
                     {"devices", devices}};
       if (viewer.admin) {
         entry["channel"] = s.channel;
@@ -146,7 +149,7 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
   return status.dump();
 }
 
-Code Session::Execute(const protocol::HostStatusRequest&, std::span<const uint8_t>) {
+Outcome Session::Execute(const protocol::HostStatusRequest&, Span) {
   if (policy_.server == nullptr) return Code::kNotSupported;
   const std::string text = policy_.server->StatusJson(policy_);
   protocol::HostStatusReply reply;

@@ -8,8 +8,9 @@
 //   mode bit 0: rewrite each header's seq to the next one in order, so that fuzzing reaches
 //               past the seq check into the handlers instead of dying there every time;
 //   mode bit 1: send a well-formed Hello first, for the same reason;
-//   mode bit 2: also run protocol::Dispatch alone (a handler that accepts everything),
-//               TraceRequest and ModuleDescription::Decode over each record.
+//   mode bit 2: also run protocol::Dispatch alone (a handler that accepts everything, its
+//               handles resolving by parity), TraceRequest and ModuleDescription::Decode over
+//               each record.
 // Seeds: tests/fuzz/protocol/ (made by tests/fuzz/protocol/make_seeds.py); see docs/fuzzing.md.
 #include <cstddef>
 #include <cstdint>
@@ -33,10 +34,35 @@ namespace protocol = pvgpu::protocol;
 
 constexpr size_t kMaxMessages = 64;
 
-// Accepts every request: exercises Dispatch's size and direction checks on their own.
+// Accepts every request: exercises Dispatch's size and direction checks and Invoke's handle
+// resolution on their own. Odd handles name nothing, so both outcomes of every lookup run.
 struct AcceptAll {
+  using Result = Code;
+  struct Object {};
+  Object object;
+  template <protocol::HandleKind K, typename... Scope>
+  Object* Find(protocol::HandleTag<K>, uint64_t id, Scope&...) {
+    return id % 2 == 0 ? &object : nullptr;
+  }
+  template <protocol::HandleKind K, typename... Scope>
+  bool Fresh(protocol::HandleTag<K>, uint64_t id, Scope&...) {
+    return id != 0 && id % 2 == 1;
+  }
+  template <typename Request, typename... Scope>
+  Code Unknown(const Request&, protocol::HandleKind, uint64_t, Scope&...) {
+    return Code::kInvalidHandle;
+  }
   template <typename Request>
-  Code Handle(const Request&, std::span<const uint8_t>) {
+  Code Taken(const Request&, protocol::HandleKind, uint64_t) {
+    return Code::kInvalidHandle;
+  }
+  Code Fault(Object&) { return Code::kOk; }
+  template <typename Request>
+  Code Answer(const Request&, Code code) {
+    return code;
+  }
+  template <typename Request, typename... Objects>
+  Code Handle(const Request&, std::span<const uint8_t>, Objects&&...) {
     return Code::kOk;
   }
 };
@@ -82,6 +108,8 @@ void RunSession(std::vector<std::vector<uint8_t>> messages, bool fix_seq) {
   pvgpu::host::SessionPolicy policy;
   policy.adapters = {CpuAdapter()};
   policy.memory_quota = 16u << 20;
+  // Small limits, so that refusals and the ends of guests that ignore them are reachable.
+  policy.limits = {4, 4, 4, 4, 4, 64};
   policy.listener = "fuzz";
   pvgpu::host::Session session(1, std::move(host), policy);
   std::thread serve([&session] { session.Run(); });

@@ -3,8 +3,10 @@
 
 One description of every channel message gives: the Op enum, request and reply structs with
 explicit padding and static_asserts on size and offsets, per-message traits, OpName(), trace
-formatting, and the host's Dispatch() that copies a request out of the (hostile) message
-body, checks its size, and calls the handler's Handle() overload.
+formatting, and the host's dispatch: Dispatch() copies a request out of the (hostile) message
+body and checks its size; Invoke() resolves the request's handles to the session's objects,
+refuses unknown, foreign and reused handles (and work on a context a fault poisoned) before
+any handler runs, and calls the handler's Handle() overload with the objects.
 
 Usage: gen_protocol.py messages.json output.h
 """
@@ -46,7 +48,7 @@ def layout(fields):
     members = []
     offset = 0
     pad_index = 0
-    for spec, name in fields:
+    for spec, name, *_ in fields:
         base, ctype, size, count = parse_type(spec)
         align = size
         if offset % align:
@@ -116,6 +118,105 @@ def emit_trace(out, struct_name, members):
     out.append("")
 
 
+def parse_objects(spec):
+    """The kinds of objects handles name: [(kind, scope)] in the order messages.json gives."""
+    kinds = []
+    for kind, desc in spec["objects"].items():
+        if desc.get("scope") not in ("session", "context"):
+            raise SystemExit(f"object kind '{kind}': scope must be 'session' or 'context'")
+        kinds.append((kind, desc["scope"]))
+    return kinds
+
+
+def camel(kind):
+    return "".join(part.capitalize() for part in kind.split("_"))
+
+
+def handle_fields(msg, scopes):
+    """The request's handle fields: (name, kind, role) with role 'use', 'optional' or 'new'."""
+    out = []
+    for field in msg.get("request", []):
+        if field[0] != "handle":
+            continue
+        if len(field) < 3:
+            raise SystemExit(f"{msg['name']}.{field[1]}: a request's handle names its object kind")
+        words = field[2].split()
+        role = "use"
+        if len(words) == 2 and words[0] == "new":
+            role, kind = "new", words[1]
+        elif len(words) == 1 and words[0].endswith("?"):
+            role, kind = "optional", words[0][:-1]
+        elif len(words) == 1:
+            kind = words[0]
+        else:
+            raise SystemExit(f"{msg['name']}.{field[1]}: bad object spec '{field[2]}'")
+        if kind not in scopes:
+            raise SystemExit(f"{msg['name']}.{field[1]}: unknown object kind '{kind}'")
+        out.append((field[1], kind, role))
+    return out
+
+
+def emit_invoke(out, msg, scopes):
+    """Invoke() for one guest-to-host request: resolve its handles, then Handle()."""
+    name = msg["name"]
+    fields = handle_fields(msg, scopes)
+    scope_field = None  # the context that context-scoped handles live in
+    for field, kind, role in fields:
+        if kind == "context" and role == "use":
+            scope_field = field
+    out.append("template <typename Handler, typename Payload>")
+    out.append(f"typename Handler::Result Invoke(Handler& handler, const {name}Request& request,")
+    out.append("                                const Payload& payload) {")
+    args = []
+    resolved = set()
+    for field, kind, role in fields:
+        tag = f"HandleTag<HandleKind::k{camel(kind)}>{{}}"
+        scoped = scopes[kind] == "context"
+        if scoped and scope_field not in resolved:
+            raise SystemExit(f"{name}.{field}: a {kind} handle needs the message's context first")
+        resolved.add(field)
+        scope = f", *{scope_field}" if scoped else ""
+        unknown = f"handler.Unknown(request, HandleKind::k{camel(kind)}, request.{field}{scope})"
+        if role == "new":
+            out.append(f"  if (!handler.Fresh({tag}, request.{field}{scope})) {{")
+            out.append(f"    return handler.Taken(request, HandleKind::k{camel(kind)}, request.{field});")
+            out.append("  }")
+        elif role == "optional":
+            out.append(f"  auto* {field} =")
+            out.append(f"      request.{field} == 0 ? nullptr : handler.Find({tag}, request.{field}{scope});")
+            out.append(f"  if (request.{field} != 0 && {field} == nullptr) {{")
+            out.append(f"    return {unknown};")
+            out.append("  }")
+            args.append(field)
+        else:
+            out.append(f"  auto* {field} = handler.Find({tag}, request.{field}{scope});")
+            out.append(f"  if ({field} == nullptr) return {unknown};")
+            args.append(f"*{field}")
+    if msg.get("refused_on_fault"):
+        if scope_field is None:
+            raise SystemExit(f"{name}: refused_on_fault needs the message's context")
+        out.append(f"  if (const Code fault = handler.Fault(*{scope_field}); fault != Code::kOk) {{")
+        out.append("    return handler.Answer(request, fault);")
+        out.append("  }")
+    out.append(f"  return handler.Handle({', '.join(['request', 'payload'] + args)});")
+    out.append("}")
+    out.append("")
+
+
+def emit_op_switch(out, messages, signature, case, otherwise):
+    """A function that switches on `op`: `case(message)` gives each case's body."""
+    out.append(signature + " {")
+    out.append("  switch (static_cast<Op>(op)) {")
+    for m in messages:
+        out.append(f"    case Op::k{m['name']}: {{")
+        out.extend(case(m))
+        out.append("    }")
+    out.append("  }")
+    out.append(f"  return {otherwise};")
+    out.append("}")
+    out.append("")
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
@@ -129,6 +230,9 @@ def main():
     if len(names) != len(set(names)):
         raise SystemExit("duplicate message names")
 
+    kinds = parse_objects(spec)
+    scopes = dict(kinds)
+
     out = [
         "// Generated by src/protocol/gen_protocol.py from messages.json. Do not edit.",
         "#pragma once",
@@ -140,6 +244,8 @@ def main():
         "#include <span>",
         "#include <string_view>",
         "#include <type_traits>",
+        "",
+        '#include "common/status.h"',
         "",
         "namespace pvgpu::protocol {",
         "",
@@ -170,50 +276,82 @@ def main():
         emit_trace(out, f"{m['name']}Request", req_members)
         emit_trace(out, f"{m['name']}Reply", reply_members)
 
+    out.append("// The kinds of objects that requests' handles name (messages.json \"objects\").")
+    out.append("enum class HandleKind : uint32_t {")
+    for kind, _ in kinds:
+        out.append(f"  k{camel(kind)},")
+    out.append("};")
+    out.append("")
+    out.append("inline const char* HandleKindName(HandleKind kind) {")
+    out.append("  switch (kind) {")
+    for kind, _ in kinds:
+        text = kind.replace("_", " ")
+        out.append(f'    case HandleKind::k{camel(kind)}: return "{text}";')
+    out.append("  }")
+    out.append('  return "unknown";')
+    out.append("}")
+    out.append("")
+    out.append("// A kind as a type, for the handler's Find() and Fresh() overloads.")
+    out.append("template <HandleKind K>")
+    out.append("struct HandleTag {")
+    out.append("  static constexpr HandleKind kKind = K;")
+    out.append("};")
+    out.append("")
+    out.append("// Invoke(handler, request, payload): resolves the request's handles in field order and")
+    out.append("// calls handler.Handle(request, payload, objects...) with a reference for each object the")
+    out.append("// request uses and a pointer (nullptr for handle 0) for each optional one; a handle the")
+    out.append("// request creates is only checked to be free. Handles of a context's objects (scope")
+    out.append("// \"context\") are looked up in the request's context. What the handler provides:")
+    out.append("//   using Result = ...;")
+    out.append("//   T* Find(HandleTag<K>, uint64_t id [, Context& scope]);  the object, or nullptr")
+    out.append("//   bool Fresh(HandleTag<K>, uint64_t id [, Context& scope]);  nonzero and free")
+    out.append("//   Result Unknown(const Request&, HandleKind, uint64_t id [, Context& scope]);")
+    out.append("//                                          the request names no such object")
+    out.append("//   Result Taken(const Request&, HandleKind, uint64_t id);  its new handle is not free")
+    out.append("//   Code Fault(Context& context);  the fault that poisons a context (kOk: none), for")
+    out.append("//                                  the requests marked refused_on_fault")
+    out.append("//   Result Answer(const Request&, Code);    answers without running a handler")
+    out.append("//   Result Handle(const Request&, const Payload&, objects...);")
+    out.append("")
+    for m in messages:
+        if m["kind"] != "host":
+            emit_invoke(out, m, scopes)
+
     out.append("enum class DecodeError { kNone, kUnknownOp, kBadSize, kWrongDirection };")
     out.append("")
     out.append("// Copies the fixed request out of `body` (hostile bytes), checks its size and direction,")
-    out.append("// and calls handler.Handle(request, payload). Guest-to-host ops only.")
-    out.append("template <typename Handler, typename Result>")
-    out.append("DecodeError Dispatch(Handler& handler, uint32_t op, std::span<const uint8_t> body,")
-    out.append("                     Result* result) {")
-    out.append("  switch (static_cast<Op>(op)) {")
-    for m in messages:
-        name = m["name"]
-        out.append(f"    case Op::k{name}: {{")
+    out.append("// and invokes the handler on it (Invoke above). Guest-to-host ops only.")
+    out.append("template <typename Handler>")
+
+    def dispatch_case(m):
         if m["kind"] == "host":
-            out.append("      return DecodeError::kWrongDirection;")
-        else:
-            cond = "body.size() < sizeof(Req)" if "payload" in m else "body.size() != sizeof(Req)"
-            out.append(f"      using Req = {name}Request;")
-            out.append(f"      if ({cond}) return DecodeError::kBadSize;")
-            out.append("      Req request;")
-            out.append("      std::memcpy(&request, body.data(), sizeof(Req));")
-            out.append("      *result = handler.Handle(request, body.subspan(sizeof(Req)));")
-            out.append("      return DecodeError::kNone;")
-        out.append("    }")
-    out.append("  }")
-    out.append("  return DecodeError::kUnknownOp;")
-    out.append("}")
-    out.append("")
+            return ["      return DecodeError::kWrongDirection;"]
+        cond = "body.size() < sizeof(Req)" if "payload" in m else "body.size() != sizeof(Req)"
+        return [f"      using Req = {m['name']}Request;",
+                f"      if ({cond}) return DecodeError::kBadSize;",
+                "      Req request;",
+                "      std::memcpy(&request, body.data(), sizeof(Req));",
+                "      *result = Invoke(handler, request, body.subspan(sizeof(Req)));",
+                "      return DecodeError::kNone;"]
+
+    emit_op_switch(out, messages,
+                   "DecodeError Dispatch(Handler& handler, uint32_t op, std::span<const uint8_t> body,\n"
+                   "                     typename Handler::Result* result)",
+                   dispatch_case, "DecodeError::kUnknownOp")
     out.append("// Formats a guest-to-host request for trace logs.")
-    out.append("inline bool TraceRequest(std::ostream& os, uint32_t op, std::span<const uint8_t> body) {")
-    out.append("  switch (static_cast<Op>(op)) {")
-    for m in messages:
-        name = m["name"]
-        out.append(f"    case Op::k{name}: {{")
-        out.append(f"      {name}Request request;")
-        out.append(f"      if (body.size() < sizeof(request)) return false;")
-        out.append(f"      std::memcpy(&request, body.data(), sizeof(request));")
-        out.append(f'      os << "{name}(";')
-        out.append("      TraceFields(os, request);")
-        out.append('      os << ")";')
-        out.append("      return true;")
-        out.append("    }")
-    out.append("  }")
-    out.append("  return false;")
-    out.append("}")
-    out.append("")
+
+    def trace_case(m):
+        return [f"      {m['name']}Request request;",
+                "      if (body.size() < sizeof(request)) return false;",
+                "      std::memcpy(&request, body.data(), sizeof(request));",
+                f'      os << "{m["name"]}(";',
+                "      TraceFields(os, request);",
+                '      os << ")";',
+                "      return true;"]
+
+    emit_op_switch(out, messages,
+                   "inline bool TraceRequest(std::ostream& os, uint32_t op, std::span<const uint8_t> body)",
+                   trace_case, "false")
     out.append("}  // namespace pvgpu::protocol")
     out.append("")
 

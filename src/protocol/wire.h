@@ -1,5 +1,6 @@
-// Framing shared by every message on the channel, and the few variable-size records that ride
-// in payloads. The fixed request/reply structs are generated (protocol_autogen.h).
+// Framing shared by every message on the channel, and the byte reader and writer of the
+// variable-size records that ride in payloads (module_description.h). The fixed request and
+// reply structs are generated (protocol_autogen.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "protocol/module_description.h"
 #include "protocol/protocol_autogen.h"
 
 namespace pvgpu::protocol {
@@ -27,10 +29,6 @@ enum MessageFlags : uint32_t {
   kFlagReply = 1u << 0,      // host-to-guest reply to message `seq`
   kFlagWantReply = 1u << 1,  // asynchronous message whose result the guest waits for
 };
-
-// Image kinds for ModuleLoad.
-// kLinked: a link image (link_image.h), as cuLinkComplete hands it out.
-enum class ImageKind : uint32_t { kPtx = 1, kFatbin = 2, kCubin = 3, kLinked = 4 };
 
 // Appends fixed-size values and length-prefixed strings to a byte vector.
 class ByteWriter {
@@ -75,36 +73,6 @@ class ByteReader {
  private:
   std::span<const uint8_t> bytes_;
   size_t offset_ = 0;
-};
-
-// What the host tells the guest about a loaded module (ModuleLoad's reply payload): enough
-// for cuModuleGetFunction, cuModuleGetGlobal and the packing of kernelParams to need no
-// further round trip.
-struct KernelDescription {
-  std::string name;
-  std::vector<uint32_t> param_offsets;
-  std::vector<uint32_t> param_sizes;
-  uint32_t param_bytes = 0;
-  uint32_t shared_bytes = 0;
-  uint32_t local_bytes = 0;
-  uint32_t num_regs = 0;
-  uint32_t max_threads_per_block = 0;
-};
-
-struct GlobalDescription {
-  std::string name;
-  uint64_t dptr = 0;
-  uint64_t size = 0;
-};
-
-struct ModuleDescription {
-  std::vector<KernelDescription> kernels;
-  std::vector<GlobalDescription> globals;
-  std::string error_log;
-  std::string info_log;
-
-  std::vector<uint8_t> Encode() const;
-  bool Decode(std::span<const uint8_t> bytes);
 };
 
 }  // namespace pvgpu::protocol

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "ptx/ir.h"
 #include "ptx/lower.h"
@@ -27,61 +28,48 @@ inline T Saturate(T v) {
   return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
 }
 
-// dst = Op(a) for each lane; a[0] dst, a[1] src.
+// dst = Op(srcs...) for each lane; a[0] dst, a[1] .. a[N] the sources. Full warps of 32- and
+// 64-bit registers take a plain loop over the register arrays, which the compiler vectorizes.
+template <typename D, typename S, typename Op, size_t... k>
+bool ExecLanewise(const Inst& in, Warp& w, uint32_t m, std::index_sequence<k...>) {
+  uint8_t* r = w.regs;
+  if constexpr (sizeof(D) >= 4 && sizeof(S) >= 4) {
+    if (m == kFullMask) {
+      D* d = RegPtr<D>(r, in.a[0]);
+      const S* src[] = {RegPtr<S>(r, in.a[k + 1])...};
+      for (int i = 0; i < 32; ++i) d[i] = Op::Apply(src[k][i]...);
+      return false;
+    }
+  }
+  ForLanes(m,
+           [&](int i) { StoreReg<D>(r, in.a[0], i, Op::Apply(LoadReg<S>(r, in.a[k + 1], i)...)); });
+  return false;
+}
+
 template <typename D, typename S, typename Op>
 bool ExecUnary(const Inst& in, Warp& w, uint32_t m) {
-  uint8_t* r = w.regs;
-  if constexpr (sizeof(D) >= 4 && sizeof(S) >= 4) {
-    if (m == kFullMask) {
-      D* d = RegPtr<D>(r, in.a[0]);
-      const S* a = RegPtr<S>(r, in.a[1]);
-      for (int i = 0; i < 32; ++i) d[i] = Op::Apply(a[i]);
-      return false;
-    }
-  }
-  ForLanes(m, [&](int i) { StoreReg<D>(r, in.a[0], i, Op::Apply(LoadReg<S>(r, in.a[1], i))); });
-  return false;
+  return ExecLanewise<D, S, Op>(in, w, m, std::make_index_sequence<1>{});
 }
 
-// dst = Op(a, b); a[0] dst, a[1], a[2] sources.
 template <typename D, typename S, typename Op>
 bool ExecBinary(const Inst& in, Warp& w, uint32_t m) {
-  uint8_t* r = w.regs;
-  if constexpr (sizeof(D) >= 4 && sizeof(S) >= 4) {
-    if (m == kFullMask) {
-      D* d = RegPtr<D>(r, in.a[0]);
-      const S* a = RegPtr<S>(r, in.a[1]);
-      const S* b = RegPtr<S>(r, in.a[2]);
-      for (int i = 0; i < 32; ++i) d[i] = Op::Apply(a[i], b[i]);
-      return false;
-    }
-  }
-  ForLanes(m, [&](int i) {
-    StoreReg<D>(r, in.a[0], i, Op::Apply(LoadReg<S>(r, in.a[1], i), LoadReg<S>(r, in.a[2], i)));
-  });
-  return false;
+  return ExecLanewise<D, S, Op>(in, w, m, std::make_index_sequence<2>{});
 }
 
-// dst = Op(a, b, c).
 template <typename D, typename S, typename Op>
 bool ExecTernary(const Inst& in, Warp& w, uint32_t m) {
-  uint8_t* r = w.regs;
-  if constexpr (sizeof(D) >= 4 && sizeof(S) >= 4) {
-    if (m == kFullMask) {
-      D* d = RegPtr<D>(r, in.a[0]);
-      const S* a = RegPtr<S>(r, in.a[1]);
-      const S* b = RegPtr<S>(r, in.a[2]);
-      const S* c = RegPtr<S>(r, in.a[3]);
-      for (int i = 0; i < 32; ++i) d[i] = Op::Apply(a[i], b[i], c[i]);
-      return false;
-    }
-  }
-  ForLanes(m, [&](int i) {
-    StoreReg<D>(
-        r, in.a[0], i,
-        Op::Apply(LoadReg<S>(r, in.a[1], i), LoadReg<S>(r, in.a[2], i), LoadReg<S>(r, in.a[3], i)));
-  });
-  return false;
+  return ExecLanewise<D, S, Op>(in, w, m, std::make_index_sequence<3>{});
+}
+
+// make.template operator()<kValue>() for the one of kValues that equals `value`, else nullptr:
+// the executor instantiated for an operation known only at lowering time (a comparison, an
+// atomic op, a rounded op).
+template <typename V, V... kValues, typename Make>
+ExecFn Instantiate(V value, std::integer_sequence<V, kValues...>, Make make) {
+  ExecFn fn = nullptr;
+  // Stops at the first match (||).
+  (void)((value == kValues && (fn = make.template operator()<kValues>(), true)) || ...);
+  return fn;
 }
 
 // Lowering helpers shared by families: "op d, a[, b[, c]]" with one type for all operands.

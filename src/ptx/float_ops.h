@@ -53,8 +53,9 @@ struct FNeg {
   static T Apply(T a) { return Post<T, F, false>(-Pre<T, F>(a)); }
 };
 // min/max: a NaN operand yields the other one (IEEE minNum); .NaN propagates (kSat reused).
-template <typename T, bool F, bool kNaN>
-struct FMin {
+// Of two zeros min takes the negative one and max the positive one.
+template <typename T, bool F, bool kNaN, bool kMax>
+struct FMinMax {
   static T Apply(T a, T b) {
     a = Pre<T, F>(a);
     b = Pre<T, F>(b);
@@ -62,23 +63,14 @@ struct FMin {
       if (kNaN || (std::isnan(a) && std::isnan(b))) return std::numeric_limits<T>::quiet_NaN();
       return std::isnan(a) ? b : a;
     }
-    if (a == b) return std::signbit(a) ? a : b;
-    return a < b ? a : b;
+    if (a == b) return std::signbit(a) != kMax ? a : b;
+    return (kMax ? a > b : a < b) ? a : b;
   }
 };
 template <typename T, bool F, bool kNaN>
-struct FMax {
-  static T Apply(T a, T b) {
-    a = Pre<T, F>(a);
-    b = Pre<T, F>(b);
-    if (std::isnan(a) || std::isnan(b)) {
-      if (kNaN || (std::isnan(a) && std::isnan(b))) return std::numeric_limits<T>::quiet_NaN();
-      return std::isnan(a) ? b : a;
-    }
-    if (a == b) return std::signbit(a) ? b : a;
-    return a > b ? a : b;
-  }
-};
+using FMin = FMinMax<T, F, kNaN, false>;
+template <typename T, bool F, bool kNaN>
+using FMax = FMinMax<T, F, kNaN, true>;
 
 template <template <typename, bool, bool> class Op, int kArgs>
 ExecFn PickFloat(Ty t, bool ftz, bool sat) {

@@ -32,6 +32,22 @@ inline float HalfToFloat(uint16_t h) {
   return std::bit_cast<float>(bits);
 }
 
+// Whether a magnitude cut down to a whole number of units goes up by one under `mode` (0
+// nearest-even, 1 toward zero, 2 down (-inf), 3 up (+inf)): `inexact` says something was cut
+// off, `vs_half` compares it with half a unit (-1, 0, 1), `odd` is the kept units' parity.
+inline bool RoundsUp(int mode, bool negative, bool inexact, int vs_half, bool odd) {
+  switch (mode) {
+    case 1:
+      return false;
+    case 2:
+      return negative && inexact;
+    case 3:
+      return !negative && inexact;
+    default:
+      return vs_half > 0 || (vs_half == 0 && odd);
+  }
+}
+
 // mode: 0 nearest-even, 1 toward zero, 2 down (-inf), 3 up (+inf).
 inline uint16_t FloatToHalf(float f, int mode = 0) {
   uint32_t x = std::bit_cast<uint32_t>(f);
@@ -49,22 +65,7 @@ inline uint16_t FloatToHalf(float f, int mode = 0) {
   double fl = std::floor(scaled);
   double frac = scaled - fl;
   uint64_t q = static_cast<uint64_t>(fl);
-  bool up;
-  switch (mode) {
-    case 1:
-      up = false;
-      break;
-    case 2:
-      up = neg && frac > 0;
-      break;
-    case 3:
-      up = !neg && frac > 0;
-      break;
-    default:
-      up = frac > 0.5 || (frac == 0.5 && (q & 1));
-      break;
-  }
-  q += up;
+  q += RoundsUp(mode, neg, frac > 0, frac > 0.5 ? 1 : (frac == 0.5 ? 0 : -1), (q & 1) != 0);
   // Reassemble: value = q * 2^ulp_exp.
   double v = std::ldexp(static_cast<double>(q), ulp_exp);
   if (v >= 65536.0 || (v > 65504.0)) {
@@ -90,21 +91,8 @@ inline uint16_t FloatToBf16(float f, int mode = 0) {
   uint32_t low = x & 0xFFFF;
   uint32_t hi = x >> 16;
   bool neg = x >> 31;
-  bool up;
-  switch (mode) {
-    case 1:
-      up = false;
-      break;
-    case 2:
-      up = neg && low;
-      break;
-    case 3:
-      up = !neg && low;
-      break;
-    default:
-      up = low > 0x8000 || (low == 0x8000 && (hi & 1));
-      break;
-  }
+  const bool up =
+      RoundsUp(mode, neg, low != 0, low > 0x8000 ? 1 : (low == 0x8000 ? 0 : -1), (hi & 1) != 0);
   return static_cast<uint16_t>(hi + up);
 }
 

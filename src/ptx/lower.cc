@@ -84,12 +84,6 @@ uint64_t ConvertImmediate(const ast::Operand& o, Ty t) {
   return o.value & ((uint64_t{1} << (size * 8)) - 1);
 }
 
-uint64_t ElementCount(const ast::VarDecl& d) {
-  uint64_t n = d.vector;
-  for (uint64_t x : d.dims) n *= (x == 0 ? 0 : x);
-  return n;
-}
-
 }  // namespace
 
 LowerCtx::LowerCtx(const ast::Module& m, ProgramImpl& prog, KernelImage& img)
@@ -411,6 +405,17 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
     default:
       return ErrAt(o, "unexpected operand kind");
   }
+}
+
+Status LowerCtx::DstMaybePair(Inst& in, Ty first, Ty second) {
+  const ast::Operand& d = ops()[0];
+  if (d.kind == ast::Operand::Kind::kPair) {
+    PVGPU_ASSIGN_OR_RETURN(in.a[0], DstOp(d.elems[0], first));
+    PVGPU_ASSIGN_OR_RETURN(in.a[1], DstOp(d.elems[1], second));
+  } else {
+    PVGPU_ASSIGN_OR_RETURN(in.a[0], DstOp(d, first));
+  }
+  return Status::Ok();
 }
 
 StatusOr<uint32_t> LowerCtx::DstOp(const ast::Operand& o, Ty t) {

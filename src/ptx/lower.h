@@ -100,6 +100,9 @@ class LowerCtx {
   StatusOr<uint32_t> Dst(int i, Ty t) { return DstOp(ops()[i], t); }
   StatusOr<uint32_t> SrcOp(const ast::Operand& o, Ty t);
   StatusOr<uint32_t> DstOp(const ast::Operand& o, Ty t);
+  // Operand 0 as a destination that may be a pair `d|p` (shfl, match, setp): d, of type
+  // `first`, into in.a[0]; p, of type `second`, into in.a[1] when the pair is there.
+  Status DstMaybePair(Inst& in, Ty first, Ty second);
   StatusOr<Addr> Address(const ast::Operand& o, MemSpace space);
   StatusOr<int> FuncIndex(const std::string& name) const;
   // Emits a branch-like instruction whose in.aux becomes the pc of label `o`.

@@ -119,23 +119,28 @@ StatusOr<uint32_t> LowerCtx::AddCallSite(int callee, const std::vector<ast::Oper
   PVGPU_TRY(FormalLayout(f, &ret_offs, &param_offs, &end));
   if (args.size() != f.params.size() || rets.size() != f.rets.size())
     return Err("call to " + f.name + " has the wrong number of arguments");
+  // An actual argument or result of the caller bound to the callee's formal: where it lies in
+  // the caller's frame, and how many bytes to copy (the smaller of the two).
+  auto bind = [&](const ast::Operand& actual, const auto& formal, uint32_t* at,
+                  uint32_t* bytes) -> Status {
+    uint32_t actual_size;
+    PVGPU_ASSIGN_OR_RETURN(*at, FrameSymOffset(actual, &actual_size));
+    uint64_t formal_size;
+    uint32_t formal_align;
+    PVGPU_TRY(VarLayout(formal, &formal_size, &formal_align));
+    *bytes = std::min<uint32_t>(actual_size, static_cast<uint32_t>(formal_size));
+    return Status::Ok();
+  };
   CallSite site;
   for (size_t i = 0; i < args.size(); ++i) {
-    uint32_t size;
-    PVGPU_ASSIGN_OR_RETURN(uint32_t from, FrameSymOffset(args[i], &size));
-    uint64_t fsize;
-    uint32_t falign;
-    PVGPU_TRY(VarLayout(f.params[i], &fsize, &falign));
-    site.args.push_back(
-        {from, param_offs[i], std::min<uint32_t>(size, static_cast<uint32_t>(fsize))});
+    uint32_t from = 0, bytes = 0;
+    PVGPU_TRY(bind(args[i], f.params[i], &from, &bytes));
+    site.args.push_back({from, param_offs[i], bytes});
   }
   for (size_t i = 0; i < rets.size(); ++i) {
-    uint32_t size;
-    PVGPU_ASSIGN_OR_RETURN(uint32_t to, FrameSymOffset(rets[i], &size));
-    uint64_t fsize;
-    uint32_t falign;
-    PVGPU_TRY(VarLayout(f.rets[i], &fsize, &falign));
-    site.rets.push_back({ret_offs[i], to, std::min<uint32_t>(size, static_cast<uint32_t>(fsize))});
+    uint32_t to = 0, bytes = 0;
+    PVGPU_TRY(bind(rets[i], f.rets[i], &to, &bytes));
+    site.rets.push_back({ret_offs[i], to, bytes});
   }
   uint32_t idx = static_cast<uint32_t>(img_.calls.size());
   img_.calls.push_back(std::move(site));

@@ -214,23 +214,30 @@ Status LowerCarry(LowerCtx& c, int kind, bool cin) {
 Round FloatRound(const LowerCtx& c) { return RoundMod(c); }
 bool Directed(Round r) { return r == Round::kRz || r == Round::kRm || r == Round::kRp; }
 
+// The float forms of add, sub, mul, mad and fma: a directed rounding mode goes to
+// LowerRounded (`rounded_op`), the rest to Op with .ftz and .sat; `fast`, when given, serves
+// the plain form (no .ftz, no .sat).
+template <template <typename, bool, bool> class Op, int kArgs>
+Status LowerFloatArith(LowerCtx& c, Ty t, char rounded_op, ExecFn fast = nullptr) {
+  const Round rm = FloatRound(c);
+  const bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
+  if (Directed(rm)) return LowerRounded(c, rounded_op, t, rm, ftz, sat, kArgs);
+  ExecFn fn = (!ftz && !sat && fast != nullptr) ? fast : PickFloat<Op, kArgs>(t, ftz, sat);
+  return LowerSimple(c, fn, t, t, kArgs);
+}
+
 Status LowerAddSub(LowerCtx& c, bool sub) {
   Ty t = c.TypeMod();
   if (IsHalf(t)) return LowerHalfArith(c);
   if (c.Has(".cc")) return LowerCarry(c, sub ? 1 : 0, false);
-  bool sat = c.Has(".sat");
-  ExecFn fn;
   if (IsFloat(t)) {
-    Round rm = FloatRound(c);
-    if (Directed(rm)) return LowerRounded(c, sub ? 's' : 'a', t, rm, c.Has(".ftz"), sat, 2);
-    fn =
-        sub ? PickFloat<FSub, 2>(t, c.Has(".ftz"), sat) : PickFloat<FAdd, 2>(t, c.Has(".ftz"), sat);
-  } else {
-    fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
-      if (sat) return sub ? &ExecBinary<T, T, ISub<T, true>> : &ExecBinary<T, T, IAdd<T, true>>;
-      return sub ? &ExecBinary<T, T, ISub<T, false>> : &ExecBinary<T, T, IAdd<T, false>>;
-    });
+    return sub ? LowerFloatArith<FSub, 2>(c, t, 's') : LowerFloatArith<FAdd, 2>(c, t, 'a');
   }
+  const bool sat = c.Has(".sat");
+  ExecFn fn = WithIntType<ExecFn>(t, [&]<typename T>() -> ExecFn {
+    if (sat) return sub ? &ExecBinary<T, T, ISub<T, true>> : &ExecBinary<T, T, IAdd<T, true>>;
+    return sub ? &ExecBinary<T, T, ISub<T, false>> : &ExecBinary<T, T, IAdd<T, false>>;
+  });
   return LowerSimple(c, fn, t, t, 2);
 }
 
@@ -240,22 +247,28 @@ Status LowerAddc(LowerCtx& c) { return LowerCarry(c, 0, true); }
 Status LowerSubc(LowerCtx& c) { return LowerCarry(c, 1, true); }
 Status LowerMadc(LowerCtx& c) { return LowerCarry(c, c.Has(".hi") ? 3 : 2, true); }
 
+// The result type of mul.wide and mad.wide: twice as wide (16- and 32-bit integers only).
+Ty WideType(Ty t) {
+  switch (t) {
+    case Ty::kU16:
+      return Ty::kU32;
+    case Ty::kS16:
+      return Ty::kS32;
+    case Ty::kU32:
+      return Ty::kU64;
+    case Ty::kS32:
+      return Ty::kS64;
+    default:
+      return Ty::kNone;
+  }
+}
+
 Status LowerMul(LowerCtx& c) {
   Ty t = c.TypeMod();
   if (IsHalf(t)) return LowerHalfArith(c);
-  if (IsFloat(t)) {
-    Round rm = FloatRound(c);
-    bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
-    if (Directed(rm)) return LowerRounded(c, 'm', t, rm, ftz, sat, 2);
-    ExecFn fn = PickFloat<FMul, 2>(t, ftz, sat);
-    return LowerSimple(c, fn, t, t, 2);
-  }
+  if (IsFloat(t)) return LowerFloatArith<FMul, 2>(c, t, 'm');
   if (c.Has(".wide")) {
-    Ty wt = t == Ty::kU16   ? Ty::kU32
-            : t == Ty::kS16 ? Ty::kS32
-            : t == Ty::kU32 ? Ty::kU64
-            : t == Ty::kS32 ? Ty::kS64
-                            : Ty::kNone;
+    const Ty wt = WideType(t);
     ExecFn fn = WithIntType<ExecFn>(t, []<typename T>() -> ExecFn {
       if constexpr (sizeof(T) == 2 || sizeof(T) == 4)
         return &ExecBinary<typename Wide<T>::type, T, IMulWide<T>>;
@@ -274,20 +287,10 @@ Status LowerMul(LowerCtx& c) {
 Status LowerMad(LowerCtx& c) {
   Ty t = c.TypeMod();
   if (IsHalf(t)) return LowerHalfArith(c);
-  if (IsFloat(t)) {
-    Round rm = FloatRound(c);
-    bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
-    if (Directed(rm)) return LowerRounded(c, 'f', t, rm, ftz, sat, 3);
-    ExecFn fn = (!ftz && !sat && SimdFma(t)) ? SimdFma(t) : PickFloat<FFma, 3>(t, ftz, sat);
-    return LowerSimple(c, fn, t, t, 3);
-  }
+  if (IsFloat(t)) return LowerFloatArith<FFma, 3>(c, t, 'f', SimdFma(t));
   if (c.Has(".cc")) return LowerCarry(c, c.Has(".hi") ? 3 : 2, false);
   if (c.Has(".wide")) {
-    Ty wt = t == Ty::kU16   ? Ty::kU32
-            : t == Ty::kS16 ? Ty::kS32
-            : t == Ty::kU32 ? Ty::kU64
-            : t == Ty::kS32 ? Ty::kS64
-                            : Ty::kNone;
+    const Ty wt = WideType(t);
     if (wt == Ty::kNone) return c.Unsupported();
     ExecFn fn = WithIntType<ExecFn>(t, []<typename T>() -> ExecFn {
       if constexpr (sizeof(T) == 2 || sizeof(T) == 4) return &ExecMadWide<T>;
@@ -313,36 +316,33 @@ Status LowerMad(LowerCtx& c) {
 Status LowerFma(LowerCtx& c) {
   Ty t = c.TypeMod();
   if (IsHalf(t)) return LowerHalfArith(c);
-  Round rm = FloatRound(c);
-  bool sat = c.Has(".sat"), ftz = c.Has(".ftz");
-  if (Directed(rm)) return LowerRounded(c, 'f', t, rm, ftz, sat, 3);
-  ExecFn fn = (!ftz && !sat && SimdFma(t)) ? SimdFma(t) : PickFloat<FFma, 3>(t, ftz, sat);
-  return LowerSimple(c, fn, t, t, 3);
+  return LowerFloatArith<FFma, 3>(c, t, 'f', SimdFma(t));
+}
+
+// mul24 and mad24 (u32 and s32 only): `make` gives the executor of type T, .hi or .lo.
+template <typename Make>
+ExecFn Pick24(Ty t, bool hi, Make make) {
+  auto pick = [&]<typename T>() {
+    return hi ? make.template operator()<T, true>() : make.template operator()<T, false>();
+  };
+  if (t == Ty::kU32) return pick.template operator()<uint32_t>();
+  if (t == Ty::kS32) return pick.template operator()<int32_t>();
+  return nullptr;
 }
 
 Status LowerMul24(LowerCtx& c) {
   Ty t = c.TypeMod();
-  bool hi = c.Has(".hi");
-  ExecFn fn = nullptr;
-  if (t == Ty::kU32)
-    fn = hi ? &ExecBinary<uint32_t, uint32_t, IMul24<uint32_t, true>>
-            : &ExecBinary<uint32_t, uint32_t, IMul24<uint32_t, false>>;
-  if (t == Ty::kS32)
-    fn = hi ? &ExecBinary<int32_t, int32_t, IMul24<int32_t, true>>
-            : &ExecBinary<int32_t, int32_t, IMul24<int32_t, false>>;
+  ExecFn fn = Pick24(t, c.Has(".hi"), []<typename T, bool kHi>() -> ExecFn {
+    return &ExecBinary<T, T, IMul24<T, kHi>>;
+  });
   return LowerSimple(c, fn, t, t, 2);
 }
 
 Status LowerMad24(LowerCtx& c) {
   Ty t = c.TypeMod();
-  bool hi = c.Has(".hi");
-  ExecFn fn = nullptr;
-  if (t == Ty::kU32)
-    fn = hi ? &ExecTernary<uint32_t, uint32_t, IMad24<uint32_t, true>>
-            : &ExecTernary<uint32_t, uint32_t, IMad24<uint32_t, false>>;
-  if (t == Ty::kS32)
-    fn = hi ? &ExecTernary<int32_t, int32_t, IMad24<int32_t, true>>
-            : &ExecTernary<int32_t, int32_t, IMad24<int32_t, false>>;
+  ExecFn fn = Pick24(t, c.Has(".hi"), []<typename T, bool kHi>() -> ExecFn {
+    return &ExecTernary<T, T, IMad24<T, kHi>>;
+  });
   return LowerSimple(c, fn, t, t, 3);
 }
 

@@ -64,39 +64,17 @@ bool ExecAtom(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
+// Bitwise ops and inc/dec exist for integers only.
 template <MemSpace S, typename T>
 ExecFn PickOp(int op) {
-  switch (op) {
-    case kAdd:
-      return &ExecAtom<S, T, kAdd>;
-    case kMin:
-      return &ExecAtom<S, T, kMin>;
-    case kMax:
-      return &ExecAtom<S, T, kMax>;
-    case kExch:
-      return &ExecAtom<S, T, kExch>;
-    case kCas:
-      return &ExecAtom<S, T, kCas>;
-    default:
-      break;
-  }
-  if constexpr (std::is_integral_v<T>) {
-    switch (op) {
-      case kInc:
-        return &ExecAtom<S, T, kInc>;
-      case kDec:
-        return &ExecAtom<S, T, kDec>;
-      case kAnd:
-        return &ExecAtom<S, T, kAnd>;
-      case kOr:
-        return &ExecAtom<S, T, kOr>;
-      case kXor:
-        return &ExecAtom<S, T, kXor>;
-      default:
-        break;
+  return Instantiate(op, std::make_integer_sequence<int, kXor + 1>{}, []<int kOp>() -> ExecFn {
+    if constexpr (std::is_integral_v<T> || kOp == kAdd || kOp == kMin || kOp == kMax ||
+                  kOp == kExch || kOp == kCas) {
+      return &ExecAtom<S, T, kOp>;
+    } else {
+      return nullptr;
     }
-  }
-  return nullptr;
+  });
 }
 
 template <MemSpace S>

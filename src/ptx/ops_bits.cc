@@ -37,26 +37,14 @@ bool ExecPredLogic(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
-Status LowerAnd(LowerCtx& c) {
+// and, or, xor: bitwise on integers, logical on predicates (kPredOp: ExecPredLogic's op).
+template <int kPredOp, template <typename> class Op>
+Status LowerLogic(LowerCtx& c) {
   Ty t = c.TypeMod();
-  if (t == Ty::kPred) return LowerSimple(c, &ExecPredLogic<0>, t, t, 2);
+  if (t == Ty::kPred) return LowerSimple(c, &ExecPredLogic<kPredOp>, t, t, 2);
   return LowerSimple(
-      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, And<T>>; }),
-      t, t, 2);
-}
-Status LowerOr(LowerCtx& c) {
-  Ty t = c.TypeMod();
-  if (t == Ty::kPred) return LowerSimple(c, &ExecPredLogic<1>, t, t, 2);
-  return LowerSimple(
-      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, Or<T>>; }), t,
+      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, Op<T>>; }), t,
       t, 2);
-}
-Status LowerXor(LowerCtx& c) {
-  Ty t = c.TypeMod();
-  if (t == Ty::kPred) return LowerSimple(c, &ExecPredLogic<2>, t, t, 2);
-  return LowerSimple(
-      c, WithIntType<ExecFn>(t, []<typename T>() -> ExecFn { return &ExecBinary<T, T, Xor<T>>; }),
-      t, t, 2);
 }
 Status LowerNot(LowerCtx& c) {
   Ty t = c.TypeMod();
@@ -416,9 +404,9 @@ Status LowerLop3(LowerCtx& c) {
 }  // namespace
 
 void RegisterBits(OpTable& t) {
-  t.Add("and", LowerAnd);
-  t.Add("or", LowerOr);
-  t.Add("xor", LowerXor);
+  t.Add("and", LowerLogic<0, And>);
+  t.Add("or", LowerLogic<1, Or>);
+  t.Add("xor", LowerLogic<2, Xor>);
   t.Add("not", LowerNot);
   t.Add("cnot", LowerCNot);
   t.Add("shl", LowerShl);

@@ -1,6 +1,7 @@
 // Comparisons and selects: setp (all integer/float/unordered ops and .and/.or/.xor forms),
 // set, selp, slct.
 #include <string>
+#include <utility>
 
 #include "ptx/exec_util.h"
 #include "ptx/families.h"
@@ -39,68 +40,38 @@ int ParseCmp(const std::string& m) {
   return -1;
 }
 
+// The six relations eq ne lt le gt ge (kRel from kEq to kGe), in T's own order.
+template <int kRel, typename T>
+inline bool Relation(T a, T b) {
+  static_assert(kRel >= kEq && kRel <= kGe);
+  if constexpr (kRel == kEq) return a == b;
+  if constexpr (kRel == kNe) return a != b;
+  if constexpr (kRel == kLt) return a < b;
+  if constexpr (kRel == kLe) return a <= b;
+  if constexpr (kRel == kGt) return a > b;
+  if constexpr (kRel == kGe) return a >= b;
+}
+
+// Floats: a relation is false when either side is NaN (ne included), its unordered form
+// (equ ... geu) true; num and nan test for NaN. Integers: lo ls hi hs are the unsigned lt le
+// gt ge.
 template <typename T, int kOp>
 inline bool Compare(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
-    bool un = std::isnan(a) || std::isnan(b);
-    switch (kOp) {
-      case kEq:
-        return a == b;
-      case kNe:
-        return !un && a != b;
-      case kLt:
-        return a < b;
-      case kLe:
-        return a <= b;
-      case kGt:
-        return a > b;
-      case kGe:
-        return a >= b;
-      case kEqu:
-        return un || a == b;
-      case kNeu:
-        return un || a != b;
-      case kLtu:
-        return un || a < b;
-      case kLeu:
-        return un || a <= b;
-      case kGtu:
-        return un || a > b;
-      case kGeu:
-        return un || a >= b;
-      case kNum:
-        return !un;
-      case kNan:
-        return un;
-      default:
-        return false;
-    }
+    const bool un = std::isnan(a) || std::isnan(b);
+    if constexpr (kOp == kNe) return !un && a != b;
+    if constexpr (kOp >= kEq && kOp <= kGe && kOp != kNe) return Relation<kOp>(a, b);
+    if constexpr (kOp >= kEqu && kOp <= kGeu) return un || Relation<kOp - kEqu + kEq>(a, b);
+    if constexpr (kOp == kNum) return !un;
+    if constexpr (kOp == kNan) return un;
+    if constexpr (kOp >= kLo && kOp <= kHs) return false;
   } else {
     using UT = std::make_unsigned_t<T>;
-    switch (kOp) {
-      case kEq:
-        return a == b;
-      case kNe:
-        return a != b;
-      case kLt:
-        return a < b;
-      case kLe:
-        return a <= b;
-      case kGt:
-        return a > b;
-      case kGe:
-        return a >= b;
-      case kLo:
-        return static_cast<UT>(a) < static_cast<UT>(b);
-      case kLs:
-        return static_cast<UT>(a) <= static_cast<UT>(b);
-      case kHi:
-        return static_cast<UT>(a) > static_cast<UT>(b);
-      case kHs:
-        return static_cast<UT>(a) >= static_cast<UT>(b);
-      default:
-        return false;
+    if constexpr (kOp >= kEq && kOp <= kGe) return Relation<kOp>(a, b);
+    if constexpr (kOp >= kLo && kOp <= kHs) {
+      return Relation<kOp - kLo + kLt>(static_cast<UT>(a), static_cast<UT>(b));
     }
+    if constexpr (kOp >= kEqu) return false;
   }
 }
 
@@ -181,38 +152,27 @@ bool ExecSetpHalf(const Inst& in, Warp& w, uint32_t m) {
   return Finish(in, w, m, lo);
 }
 
-template <typename T>
-ExecFn PickSetp(int op) {
-  auto pick = [&]<int K>() -> ExecFn { return &ExecSetp<T, K>; };
-  switch (op) {
-#define PVGPU_CMP_CASE(k) \
-  case k:                 \
-    return pick.template operator()<k>();
-    PVGPU_CMP_CASE(kEq)
-    PVGPU_CMP_CASE(kNe)
-    PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe) PVGPU_CMP_CASE(kGt) PVGPU_CMP_CASE(kGe)
-        PVGPU_CMP_CASE(kLo) PVGPU_CMP_CASE(kLs) PVGPU_CMP_CASE(kHi) PVGPU_CMP_CASE(kHs)
-            PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu) PVGPU_CMP_CASE(kLtu) PVGPU_CMP_CASE(kLeu)
-                PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu) PVGPU_CMP_CASE(kNum) PVGPU_CMP_CASE(kNan)
-#undef PVGPU_CMP_CASE
-                    default : return nullptr;
-  }
+// The executor `make` instantiates for comparison `op`.
+template <typename Make>
+ExecFn PickCmp(int op, Make make) {
+  return Instantiate(op, std::make_integer_sequence<int, kNan + 1>{}, make);
 }
 
+template <typename T>
+ExecFn PickSetp(int op) {
+  return PickCmp(op, []<int K>() -> ExecFn { return &ExecSetp<T, K>; });
+}
+
+// Halves have no unsigned orders (lo, ls, hi, hs).
 template <bool kBf16>
 ExecFn PickSetpHalf(int op) {
-  switch (op) {
-#define PVGPU_CMP_CASE(k) \
-  case k:                 \
-    return &ExecSetpHalf<kBf16, k>;
-    PVGPU_CMP_CASE(kEq)
-    PVGPU_CMP_CASE(kNe)
-    PVGPU_CMP_CASE(kLt) PVGPU_CMP_CASE(kLe) PVGPU_CMP_CASE(kGt) PVGPU_CMP_CASE(kGe)
-        PVGPU_CMP_CASE(kEqu) PVGPU_CMP_CASE(kNeu) PVGPU_CMP_CASE(kLtu) PVGPU_CMP_CASE(kLeu)
-            PVGPU_CMP_CASE(kGtu) PVGPU_CMP_CASE(kGeu) PVGPU_CMP_CASE(kNum) PVGPU_CMP_CASE(kNan)
-#undef PVGPU_CMP_CASE
-                default : return nullptr;
-  }
+  return PickCmp(op, []<int K>() -> ExecFn {
+    if constexpr (K >= kLo && K <= kHs) {
+      return nullptr;
+    } else {
+      return &ExecSetpHalf<kBf16, K>;
+    }
+  });
 }
 
 int CmpOfInst(const LowerCtx& c) {
@@ -260,13 +220,7 @@ Status LowerSetp(LowerCtx& c) {
   Ty t = c.TypeMod();
   Inst in;
   PVGPU_TRY(LowerCompareSources(c, in, t, 1));
-  const ast::Operand& d = c.ops()[0];
-  if (d.kind == ast::Operand::Kind::kPair) {
-    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(d.elems[0], Ty::kPred));
-    PVGPU_ASSIGN_OR_RETURN(in.a[1], c.DstOp(d.elems[1], Ty::kPred));
-  } else {
-    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(d, Ty::kPred));
-  }
+  PVGPU_TRY(c.DstMaybePair(in, Ty::kPred, Ty::kPred));
   c.Emit(in);
   return Status::Ok();
 }

@@ -251,24 +251,8 @@ ExecFn CvtHandler(Ty dt, Ty st, Round rm, bool ftz, bool sat) {
 
 Status LowerRounded(LowerCtx& c, char op, Ty t, Round rm, bool ftz, bool sat, int nsrc) {
   ExecFn fn = WithFloatType<ExecFn>(t, [&]<typename T>() -> ExecFn {
-    switch (op) {
-      case 'a':
-        return &ExecRounded<T, 'a'>;
-      case 's':
-        return &ExecRounded<T, 's'>;
-      case 'm':
-        return &ExecRounded<T, 'm'>;
-      case 'd':
-        return &ExecRounded<T, 'd'>;
-      case 'q':
-        return &ExecRounded<T, 'q'>;
-      case 'r':
-        return &ExecRounded<T, 'r'>;
-      case 'f':
-        return &ExecRounded<T, 'f'>;
-      default:
-        return nullptr;
-    }
+    return Instantiate(op, std::integer_sequence<char, 'a', 's', 'm', 'd', 'q', 'r', 'f'>{},
+                       []<char kOp>() -> ExecFn { return &ExecRounded<T, kOp>; });
   });
   return LowerSimple(c, fn, t, t, nsrc, static_cast<uint64_t>(rm),
                      static_cast<uint8_t>((ftz ? 1 : 0) | (sat ? 2 : 0)));

@@ -60,13 +60,7 @@ Status LowerShfl(LowerCtx& c) {
   PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(1, Ty::kB32));
   PVGPU_ASSIGN_OR_RETURN(in.a[3], c.Src(2, Ty::kB32));
   PVGPU_ASSIGN_OR_RETURN(in.a[4], c.Src(3, Ty::kB32));
-  const ast::Operand& d = c.ops()[0];
-  if (d.kind == ast::Operand::Kind::kPair) {
-    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(d.elems[0], Ty::kB32));
-    PVGPU_ASSIGN_OR_RETURN(in.a[1], c.DstOp(d.elems[1], Ty::kPred));
-  } else {
-    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(d, Ty::kB32));
-  }
+  PVGPU_TRY(c.DstMaybePair(in, Ty::kB32, Ty::kPred));
   c.Emit(in);
   return Status::Ok();
 }
@@ -141,13 +135,7 @@ Status LowerMatch(LowerCtx& c) {
   in.aux = c.Has(".all") ? 1 : 0;
   if (c.ops().size() < 2) return c.Err("match expects operands");
   PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(1, t));
-  const ast::Operand& d = c.ops()[0];
-  if (d.kind == ast::Operand::Kind::kPair) {
-    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(d.elems[0], Ty::kB32));
-    PVGPU_ASSIGN_OR_RETURN(in.a[1], c.DstOp(d.elems[1], Ty::kPred));
-  } else {
-    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(d, Ty::kB32));
-  }
+  PVGPU_TRY(c.DstMaybePair(in, Ty::kB32, Ty::kPred));
   c.Emit(in);
   return Status::Ok();
 }

@@ -38,14 +38,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/dim3.h"
 #include "common/status.h"
 
 namespace pvgpu::ptx {
 
-struct Dim3 {
-  uint32_t x = 1, y = 1, z = 1;
-  uint64_t Count() const { return uint64_t{x} * y * z; }
-};
+using pvgpu::Dim3;
 
 struct ParamInfo {
   uint32_t offset = 0;  // byte offset in the packed parameter buffer

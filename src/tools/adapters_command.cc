@@ -67,18 +67,12 @@ json OrderAdapters(const json& adapters, AdapterOrder order) {
 }
 
 int RunAdapters(const AdaptersOptions& options) {
-  StatusOr<std::string> address = ChooseStatusHost(options.host);
-  if (!address.ok()) {
-    PrintError(address.status().message());
-    return kExitUsage;
-  }
-  StatusOr<json> status = FetchHostStatusJson(*address);
-  if (!status.ok()) {
-    PrintError(status.status().message());
-    return 1;
-  }
-  json adapters = OrderAdapters(status->value("adapters", json::array()), options.order);
-  const std::string driver_version = DriverVersion(*status);
+  const ChosenHostStatus chosen = FetchChosenHostStatus(options.host);
+  if (chosen.exit_code != 0) return chosen.exit_code;
+  const json& status = chosen.status;
+  const std::string& address = chosen.address;
+  json adapters = OrderAdapters(status.value("adapters", json::array()), options.order);
+  const std::string driver_version = DriverVersion(status);
   json out_adapters = json::array();
   for (const json& a : adapters) {
     out_adapters.push_back({
@@ -96,15 +90,10 @@ int RunAdapters(const AdaptersOptions& options) {
     });
   }
   if (options.json) {
-    const json host = status->value("host", json::object());
-    json out = {{"host",
-                 {{"address", *address},
-                  {"version", host.value("version", "")},
-                  {"driver_version", host.value("driver_version", 0)}}},
-                {"adapters", out_adapters}};
+    const json out = {{"host", HostSummary(address, status)}, {"adapters", out_adapters}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    PrintTable(*address, *status, out_adapters);
+    PrintTable(address, status, out_adapters);
   }
   return 0;
 }
@@ -117,12 +106,7 @@ Subcommand RegisterAdaptersCommand(CLI::App& app) {
   };
   auto parsed = std::make_shared<Parsed>();
   CLI::App* command = app.add_subcommand("adapters", "List the host's adapters (GPUs)");
-  CLI::Option* host_option =
-      command
-          ->add_option("--host", parsed->host,
-                       "Host to ask (default: PVGPU_HOST, else the local default socket)")
-          ->type_name("ADDR");
-  command->add_flag("--json", parsed->json, "Print JSON instead of a table");
+  CLI::Option* host_option = AddStatusOptions(command, &parsed->host, &parsed->json);
   command
       ->add_option("--order", parsed->order,
                    "host (as the host serves them, the guests' device order), "

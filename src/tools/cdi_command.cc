@@ -15,6 +15,7 @@
 #include "tools/cdi_spec.h"
 #include "tools/console.h"
 #include "tools/host_address.h"
+#include "tools/host_status.h"
 #include "tools/install_layout.h"
 
 namespace pvgpu::tools {
@@ -45,28 +46,6 @@ StatusOr<std::string> ChooseHost(const std::string& flag) {
                                           " is a network host (run this on the host itself)");
   }
   return "unix:" + address.target;
-}
-
-StatusOr<json> FetchHostStatus(const std::string& address) {
-  guest::Client& client = guest::Client::ForAddress(address);
-  Status connected = client.Connect();
-  if (!connected.ok()) {
-    return Error(connected.code(), "cannot reach the pvgpu host at " + address + " (" +
-                                       connected.message() +
-                                       "); is pvgpud running? Give its admin socket with "
-                                       "--host");
-  }
-  std::vector<uint8_t> payload;
-  const Code code = client.Call(protocol::HostStatusRequest{}, {}, nullptr, &payload);
-  if (code != Code::kOk) {
-    return Error(code, "the host at " + address + " did not report its status (CUDA error " +
-                           std::to_string(static_cast<int>(code)) + ")");
-  }
-  try {
-    return json::parse(payload.begin(), payload.end());
-  } catch (const json::parse_error& error) {
-    return Error(Code::kUnknown, std::string("the host's status is not JSON: ") + error.what());
-  }
 }
 
 // libcuda.so.1 must exist; libnvidia-ml.so.1 is mounted when present (NVML clients such as
@@ -129,7 +108,7 @@ int GenerateCdiSpec(const CdiGenerateOptions& options) {
     PrintError(libraries.status().message());
     return kExitFailure;
   }
-  auto status = FetchHostStatus(*host);
+  auto status = FetchHostStatusJson(*host);
   if (!status.ok()) {
     PrintError(status.status().message());
     return kExitFailure;
@@ -178,14 +157,17 @@ Subcommand RegisterCdiCommand(CLI::App& app) {
       "generate",
       "Write a CDI spec for the running host: one device per adapter (by index and by UUID) "
       "and 'all', each mounting the host socket that serves exactly those adapters");
-  generate->add_option("--host", options->host,
-                       "The host's admin socket (default: PVGPU_HOST, else the default socket)")
+  generate
+      ->add_option("--host", options->host,
+                   "The host's admin socket (default: PVGPU_HOST, else the default socket)")
       ->type_name("ADDR");
-  generate->add_option("--output", options->output,
-                       "Write the spec to FILE (e.g. /etc/cdi/pvgpu.json) instead of stdout")
+  generate
+      ->add_option("--output", options->output,
+                   "Write the spec to FILE (e.g. /etc/cdi/pvgpu.json) instead of stdout")
       ->type_name("FILE");
-  generate->add_option("--device-root", options->device_root,
-                       "Directory inside the container where device sockets are mounted")
+  generate
+      ->add_option("--device-root", options->device_root,
+                   "Directory inside the container where device sockets are mounted")
       ->type_name("DIR")
       ->capture_default_str();
   generate->add_option("--kind", options->kind, "The spec's CDI kind (VENDOR/CLASS)")

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "tools/testdata/listening_socket.h"
+
 namespace pvgpu::tools {
 namespace {
 
@@ -58,12 +60,8 @@ TEST(HostAddressTest, UnixReachabilityFollowsAListeningSocket) {
     ASSERT_TRUE(address.ok());
     EXPECT_FALSE(IsReachable(*address));
 
-    int fd = socket(AF_UNIX, type, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    ASSERT_EQ(listen(fd, 4), 0);
+    const int fd = ListenOnUnixSocket(path, type);
+    ASSERT_GE(fd, 0);
     EXPECT_TRUE(IsReachable(*address)) << "socket type " << type;
 
     // A socket file left behind by a dead daemon is not reachable.

@@ -8,7 +8,9 @@
 
 #include "common/paths.h"
 #include "guest/client/client.h"
+#include "tools/console.h"
 #include "tools/host_address.h"
+#include "tools/subcommand.h"
 
 namespace pvgpu::tools {
 
@@ -51,6 +53,42 @@ StatusOr<json> FetchHostStatusJson(const std::string& address) {
     return Error(Code::kUnknown, "the host at " + address + " sent an unreadable status");
   }
   return status;
+}
+
+ChosenHostStatus FetchChosenHostStatus(const std::optional<std::string>& host_option) {
+  ChosenHostStatus chosen;
+  StatusOr<std::string> address = ChooseStatusHost(host_option);
+  if (!address.ok()) {
+    PrintError(address.status().message());
+    chosen.exit_code = kExitUsage;
+    return chosen;
+  }
+  chosen.address = *address;
+  StatusOr<json> status = FetchHostStatusJson(chosen.address);
+  if (!status.ok()) {
+    PrintError(status.status().message());
+    chosen.exit_code = 1;
+    return chosen;
+  }
+  chosen.status = std::move(status).value();
+  return chosen;
+}
+
+CLI::Option* AddStatusOptions(CLI::App* command, std::string* host, bool* json) {
+  CLI::Option* host_option =
+      command
+          ->add_option("--host", *host,
+                       "Host to ask (default: PVGPU_HOST, else the local default socket)")
+          ->type_name("ADDR");
+  command->add_flag("--json", *json, "Print JSON instead of a table");
+  return host_option;
+}
+
+json HostSummary(const std::string& address, const json& status) {
+  const json host = status.value("host", json::object());
+  return {{"address", address},
+          {"version", host.value("version", "")},
+          {"driver_version", host.value("driver_version", 0)}};
 }
 
 json GuestProcesses(const json& status, int own_pid) {

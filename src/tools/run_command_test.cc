@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "tools/testdata/listening_socket.h"
+
 extern char** environ;
 
 namespace pvgpu::tools {
@@ -257,12 +259,8 @@ TEST_F(RunCommandTest, AdaptersAndKeepLogsReachThePrivateHost) {
 
 TEST_F(RunCommandTest, ReachableEnvironmentHostIsUsed) {
   fs::path socket_path = root_ / "existing.sock";
-  int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(fd, 4), 0);
+  const int fd = ListenOnUnixSocket(socket_path.string(), SOCK_SEQPACKET);
+  ASSERT_GE(fd, 0);
 
   std::string host = "unix:" + socket_path.string();
   Result result = Run({"run", "--", "sh", "-c", "echo $PVGPU_HOST"}, {"PVGPU_HOST=" + host});

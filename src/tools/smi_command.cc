@@ -53,19 +53,11 @@ void PrintTable(const json& out) {
 }  // namespace
 
 int RunSmi(const SmiOptions& options) {
-  StatusOr<std::string> address = ChooseStatusHost(options.host);
-  if (!address.ok()) {
-    PrintError(address.status().message());
-    return kExitUsage;
-  }
-  StatusOr<json> status = FetchHostStatusJson(*address);
-  if (!status.ok()) {
-    PrintError(status.status().message());
-    return 1;
-  }
-  const json host = status->value("host", json::object());
+  const ChosenHostStatus chosen = FetchChosenHostStatus(options.host);
+  if (chosen.exit_code != 0) return chosen.exit_code;
+  const json& status = chosen.status;
   json adapters = json::array();
-  for (const json& a : status->value("adapters", json::array())) {
+  for (const json& a : status.value("adapters", json::array())) {
     adapters.push_back({{"index", a.value("index", 0)},
                         {"name", a.value("name", "")},
                         {"kind", a.value("kind", "")},
@@ -75,12 +67,9 @@ int RunSmi(const SmiOptions& options) {
                         {"memory_total", a.value("memory_total", uint64_t{0})},
                         {"utilization_percent", a.value("utilization_percent", 0u)}});
   }
-  json out = {{"host",
-               {{"address", *address},
-                {"version", host.value("version", "")},
-                {"driver_version", host.value("driver_version", 0)}}},
+  json out = {{"host", HostSummary(chosen.address, status)},
               {"adapters", adapters},
-              {"sessions", GuestProcesses(*status, static_cast<int>(getpid()))}};
+              {"sessions", GuestProcesses(status, static_cast<int>(getpid()))}};
   if (options.json) {
     std::printf("%s\n", out.dump(2).c_str());
   } else {
@@ -97,12 +86,7 @@ Subcommand RegisterSmiCommand(CLI::App& app) {
   auto parsed = std::make_shared<Parsed>();
   CLI::App* command =
       app.add_subcommand("smi", "Show the host's adapters, their use and the guest processes");
-  CLI::Option* host_option =
-      command
-          ->add_option("--host", parsed->host,
-                       "Host to ask (default: PVGPU_HOST, else the local default socket)")
-          ->type_name("ADDR");
-  command->add_flag("--json", parsed->json, "Print JSON instead of a table");
+  CLI::Option* host_option = AddStatusOptions(command, &parsed->host, &parsed->json);
   Subcommand subcommand;
   subcommand.app = command;
   subcommand.run = [parsed, host_option]() {

@@ -101,7 +101,7 @@ TEST_F(ProtocolAbuseTest, RegionCopyBackWithWrappingRange) {
 }
 
 TEST_F(ProtocolAbuseTest, MapOfAnUnknownRegion) {
-  ExpectFatal("unknown host region handle 999", [](RawGuest& g) {
+  ExpectFatal("HostRegionMap: unknown region handle 999", [](RawGuest& g) {
     Open(g);
     HostRegionMapRequest map;
     map.ctx = kCtx;

@@ -134,7 +134,7 @@ TEST_F(ProtocolAbuseTest, HostToGuestOpFromTheGuest) {
 // --- Handles: unknown, zero, reused, stale (used after destroy), out of range -----------------
 
 TEST_F(ProtocolAbuseTest, UnknownContext) {
-  ExpectFatal("unknown context handle 48879", [](RawGuest& g) {
+  ExpectFatal("MemAlloc: unknown context handle 48879", [](RawGuest& g) {
     ASSERT_EQ(g.Hello(), 0);
     MemAllocRequest alloc;
     alloc.ctx = 0xBEEF;
@@ -144,7 +144,7 @@ TEST_F(ProtocolAbuseTest, UnknownContext) {
 }
 
 TEST_F(ProtocolAbuseTest, ContextUsedAfterDestroy) {
-  ExpectFatal("unknown context handle 4096", [](RawGuest& g) {
+  ExpectFatal("MemAlloc: unknown context handle 4096", [](RawGuest& g) {
     Open(g);
     CtxDestroyRequest destroy;
     destroy.ctx = kCtx;
@@ -157,11 +157,51 @@ TEST_F(ProtocolAbuseTest, ContextUsedAfterDestroy) {
 }
 
 TEST_F(ProtocolAbuseTest, ContextHandleReused) {
-  ExpectFatal("CtxCreate: context handle reused or zero", [](RawGuest& g) {
+  ExpectFatal("CtxCreate: new context handle 4096 is in use", [](RawGuest& g) {
     Open(g);
     CtxCreateRequest again;
     again.ctx = kCtx;
     g.Send(again);
+  });
+}
+
+TEST_F(ProtocolAbuseTest, ZeroAsANewHandle) {
+  ExpectFatal("CtxCreate: new context handle is 0", [](RawGuest& g) {
+    ASSERT_EQ(g.Hello(), 0);
+    CtxCreateRequest create;
+    create.ctx = 0;
+    g.Send(create);
+  });
+}
+
+// Handles are typed and scoped: another context's stream, or a module's handle passed as a
+// stream, names nothing.
+TEST_F(ProtocolAbuseTest, StreamOfAnotherContext) {
+  ExpectFatal("MemcpyDtoD: unknown stream handle 78", [](RawGuest& g) {
+    Open(g);
+    CtxCreateRequest other;
+    other.ctx = kCtx + 1;
+    ASSERT_EQ(g.Call(other), 0);
+    StreamCreateRequest create;
+    create.ctx = kCtx;
+    create.stream = 78;
+    g.Send(create);
+    MemcpyDtoDRequest copy;
+    copy.ctx = kCtx + 1;
+    copy.stream = 78;
+    g.Send(copy);
+  });
+}
+
+TEST_F(ProtocolAbuseTest, HandleOfAnotherKind) {
+  ExpectFatal("LaunchKernel: unknown stream handle 8", [](RawGuest& g) {
+    Open(g);
+    LoadModule(g, 8);
+    LaunchKernelRequest launch;
+    launch.ctx = kCtx;
+    launch.module = 8;
+    launch.stream = 8;  // the module's handle
+    g.Send(launch);
   });
 }
 
@@ -185,7 +225,7 @@ TEST_F(ProtocolAbuseTest, DeviceInfoOutOfRange) {
 }
 
 TEST_F(ProtocolAbuseTest, StreamDestroyedTwice) {
-  ExpectFatal("StreamDestroy: unknown stream handle", [](RawGuest& g) {
+  ExpectFatal("StreamDestroy: unknown stream handle 77", [](RawGuest& g) {
     Open(g);
     StreamCreateRequest create;
     create.ctx = kCtx;
@@ -200,7 +240,7 @@ TEST_F(ProtocolAbuseTest, StreamDestroyedTwice) {
 }
 
 TEST_F(ProtocolAbuseTest, CopyOnUnknownStream) {
-  ExpectFatal("unknown stream handle 555", [](RawGuest& g) {
+  ExpectFatal("MemcpyDtoD: unknown stream handle 555", [](RawGuest& g) {
     Open(g);
     MemcpyDtoDRequest copy;
     copy.ctx = kCtx;
@@ -210,7 +250,7 @@ TEST_F(ProtocolAbuseTest, CopyOnUnknownStream) {
 }
 
 TEST_F(ProtocolAbuseTest, HtoDCopyOnUnknownStream) {
-  ExpectFatal("unknown stream handle 556", [](RawGuest& g) {
+  ExpectFatal("MemcpyHtoD: unknown stream handle 556", [](RawGuest& g) {
     Open(g);
     MemcpyHtoDRequest copy;
     copy.ctx = kCtx;
@@ -220,7 +260,7 @@ TEST_F(ProtocolAbuseTest, HtoDCopyOnUnknownStream) {
 }
 
 TEST_F(ProtocolAbuseTest, EventRecordedAfterDestroy) {
-  ExpectFatal("EventRecord: unknown event handle", [](RawGuest& g) {
+  ExpectFatal("EventRecord: unknown event handle 9", [](RawGuest& g) {
     Open(g);
     EventCreateRequest create;
     create.ctx = kCtx;
@@ -238,7 +278,7 @@ TEST_F(ProtocolAbuseTest, EventRecordedAfterDestroy) {
 }
 
 TEST_F(ProtocolAbuseTest, ModuleUsedAfterUnload) {
-  ExpectFatal("LaunchKernel: unknown module handle", [](RawGuest& g) {
+  ExpectFatal("LaunchKernel: unknown module handle 3", [](RawGuest& g) {
     Open(g);
     LoadModule(g, 3);
     ModuleUnloadRequest unload;
@@ -289,7 +329,7 @@ TEST_F(ProtocolAbuseTest, BadImageKind) {
 }
 
 TEST_F(ProtocolAbuseTest, RegionDestroyedTwice) {
-  ExpectFatal("HostRegionDestroy: unknown region handle", [](RawGuest& g) {
+  ExpectFatal("HostRegionDestroy: unknown region handle 21", [](RawGuest& g) {
     ASSERT_EQ(g.Hello(), 0);
     CreateRegion(g, 21);
     HostRegionDestroyRequest destroy;

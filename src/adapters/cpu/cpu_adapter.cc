@@ -1,12 +1,10 @@
 #include "adapters/cpu/cpu_adapter.h"
 
-#include "adapters/link_inputs.h"
-
 #include <cstring>
 #include <limits>
 
+#include "adapters/link_inputs.h"
 #include "fatbin/fatbin.h"
-#include "protocol/link_image.h"
 
 namespace pvgpu::adapters::cpu {
 namespace {
@@ -20,22 +18,10 @@ class CpuModule final : public Module {
  public:
   CpuModule(std::shared_ptr<const ptx::Program> program, std::vector<GlobalInfo> globals,
             std::vector<uint64_t> addresses)
-      : program_(std::move(program)), globals_(std::move(globals)),
+      : program_(std::move(program)),
+        globals_(std::move(globals)),
         addresses_(std::move(addresses)) {
-    for (const auto& k : program_->kernels()) {
-      KernelInfo info;
-      info.name = k.name;
-      for (const auto& p : k.params) {
-        info.param_offsets.push_back(p.offset);
-        info.param_sizes.push_back(p.size);
-      }
-      info.param_bytes = k.param_bytes;
-      info.shared_bytes = k.static_shared_bytes;
-      info.local_bytes = k.local_bytes;
-      info.num_regs = k.num_regs;
-      info.max_threads_per_block = k.max_threads_per_block;
-      kernels_.push_back(std::move(info));
-    }
+    for (const auto& k : program_->kernels()) kernels_.push_back(DescribePtxKernel(k));
   }
   const std::vector<KernelInfo>& kernels() const override { return kernels_; }
   const std::vector<GlobalInfo>& globals() const override { return globals_; }
@@ -49,38 +35,32 @@ class CpuModule final : public Module {
   std::vector<uint64_t> addresses_;
 };
 
-// The PTX of one image (or link input): the text itself, or a fatbin's PTX. The cpu adapter
-// has no GPU architecture: any PTX in a fatbin runs, the newest preferred. A cubin (or a fatbin
-// of SASS only) is machine code for one NVIDIA GPU.
-StatusOr<std::string> PtxOf(ImageKind kind, std::span<const uint8_t> image) {
-  if (kind == ImageKind::kFatbin) return fatbin::ExtractPtx(image, std::numeric_limits<int>::max());
-  if (kind != ImageKind::kPtx) {
-    return Error(Code::kNoBinaryForGpu,
-                 "the cpu adapter runs PTX only; a cubin holds machine code for one NVIDIA GPU "
-                 "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)");
-  }
-  std::string_view text(reinterpret_cast<const char*>(image.data()), image.size());
-  if (auto nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);
-  return std::string(text);
-}
-
-// A link image's inputs as PTX modules, linked by the engine.
-StatusOr<std::shared_ptr<const ptx::Program>> LoadLinked(std::span<const uint8_t> image,
-                                                         std::string* error_log,
-                                                         std::string* info_log) {
-  PVGPU_ASSIGN_OR_RETURN(auto inputs, protocol::DecodeLinkImage(image));
-  PVGPU_ASSIGN_OR_RETURN(PtxLinkSources ptx,
-                         PtxOfLinkInputs(inputs, std::numeric_limits<int>::max()));
-  return ptx::LoadLinkedProgram(ptx.sources, error_log, info_log);
-}
-
-StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(ImageKind kind,
-                                                             std::span<const uint8_t> image,
+// The PTX of an image: the text itself, a fatbin's PTX, or the PTX of a link's inputs, linked
+// by the engine. The cpu adapter has no GPU architecture: any PTX in a fatbin runs, the newest
+// preferred. A cubin (or a fatbin of SASS only) is machine code for one NVIDIA GPU.
+StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(const ModuleImage& image,
                                                              std::string* error_log,
                                                              std::string* info_log) {
-  if (kind == ImageKind::kLinked) return LoadLinked(image, error_log, info_log);
-  PVGPU_ASSIGN_OR_RETURN(std::string text, PtxOf(kind, image));
-  return ptx::LoadProgram(text, error_log, info_log);
+  constexpr int kAnyArchitecture = std::numeric_limits<int>::max();
+  switch (image.kind) {
+    case ImageKind::kLinked: {
+      PVGPU_ASSIGN_OR_RETURN(PtxLinkSources ptx, PtxOfLinkInputs(image.inputs, kAnyArchitecture));
+      return ptx::LoadLinkedProgram(ptx.sources, error_log, info_log);
+    }
+    case ImageKind::kFatbin: {
+      PVGPU_ASSIGN_OR_RETURN(std::string text, fatbin::ExtractPtx(image.bytes, kAnyArchitecture));
+      return ptx::LoadProgram(text, error_log, info_log);
+    }
+    case ImageKind::kPtx:
+      return ptx::LoadProgram(
+          {reinterpret_cast<const char*>(image.bytes.data()), image.bytes.size()}, error_log,
+          info_log);
+    case ImageKind::kCubin:
+      break;
+  }
+  return Error(Code::kNoBinaryForGpu,
+               "the cpu adapter runs PTX only; a cubin holds machine code for one NVIDIA GPU "
+               "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)");
 }
 
 class CpuContext final : public Context {
@@ -129,8 +109,8 @@ class CpuContext final : public Context {
     return Status::Ok();
   }
 
-  Status Memset(uint64_t dst, uint64_t pitch, uint32_t value, uint32_t element_size,
-                uint64_t width, uint64_t height) override {
+  Status Memset(uint64_t dst, uint64_t pitch, uint32_t value, uint32_t element_size, uint64_t width,
+                uint64_t height) override {
     const uint64_t row_bytes = width * element_size;
     for (uint64_t row = 0; row < height; ++row) {
       uint8_t* p = memory_.Translate(dst + row * pitch, row_bytes);
@@ -157,10 +137,9 @@ class CpuContext final : public Context {
     return Status::Ok();
   }
 
-  StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
-                                               std::string* error_log,
+  StatusOr<std::unique_ptr<Module>> LoadModule(const ModuleImage& image, std::string* error_log,
                                                std::string* info_log) override {
-    auto loaded = LoadPtxProgram(kind, image, error_log, info_log);
+    auto loaded = LoadPtxProgram(image, error_log, info_log);
     if (!loaded.ok()) {
       if (error_log != nullptr && error_log->empty()) *error_log = loaded.status().message();
       return loaded.status();
@@ -175,7 +154,8 @@ class CpuContext final : public Context {
         return address.status().WithContext("allocating module global '" + g.name + "'");
       }
       if (!g.init.empty()) {
-        PVGPU_TRY(Write(*address, std::span(g.init).first(std::min<size_t>(g.init.size(), g.size))));
+        PVGPU_TRY(
+            Write(*address, std::span(g.init).first(std::min<size_t>(g.init.size(), g.size))));
       }
       globals.push_back({g.name, *address, g.size});
       addresses.push_back(*address);
@@ -205,8 +185,8 @@ class CpuContext final : public Context {
     const auto& kernels = cpu_module.program().kernels();
     if (kernel >= kernels.size()) return Error(Code::kInvalidHandle, "no such kernel");
     ptx::LaunchConfig launch;
-    launch.grid = {config.grid.x, config.grid.y, config.grid.z};
-    launch.block = {config.block.x, config.block.y, config.block.z};
+    launch.grid = config.grid;
+    launch.block = config.block;
     launch.dynamic_shared_bytes = config.shared_bytes;
     launch.cooperative = config.cooperative;
     ptx::LaunchEnv env;
@@ -271,8 +251,7 @@ class CpuContext final : public Context {
 }  // namespace
 
 CpuAdapter::CpuAdapter(const CpuAdapterOptions& options, std::shared_ptr<ptx::Executor> executor)
-    : executor_(std::move(executor)),
-      addresses_(WindowBase(options.index), kWindowBytes) {
+    : executor_(std::move(executor)), addresses_(WindowBase(options.index), kWindowBytes) {
   FillCpuAdapterInfo(options, executor_->threads(), &info_);
 }
 

@@ -8,8 +8,8 @@
 namespace pvgpu::adapters::cpu {
 namespace {
 
-constexpr uint64_t kAlignment = 512;      // stronger than CUDA's documented 256
-constexpr uint64_t kGuardBytes = 4096;    // unmapped device addresses after each block
+constexpr uint64_t kAlignment = 512;    // stronger than CUDA's documented 256
+constexpr uint64_t kGuardBytes = 4096;  // unmapped device addresses after each block
 constexpr uint64_t kMapThreshold = 1u << 20;
 
 uint64_t RoundUp(uint64_t value, uint64_t align) { return (value + align - 1) / align * align; }
@@ -43,16 +43,16 @@ void AddressRange::Release(uint64_t address) {
 }
 
 DeviceMemory::~DeviceMemory() {
-  for (const auto& [address, block] : blocks_) {
-    Release(block);
+  for (const auto& [address, entry] : blocks_) {
+    Release(entry.value, entry.size);
     range_->Release(address);
   }
 }
 
-void DeviceMemory::Release(const Block& block) {
+void DeviceMemory::Release(const Block& block, uint64_t size) {
   if (block.external) return;
   if (block.mapped) {
-    munmap(block.data, RoundUp(block.size, 4096));
+    munmap(block.data, RoundUp(size, 4096));
   } else {
     std::free(block.data);
   }
@@ -60,7 +60,7 @@ void DeviceMemory::Release(const Block& block) {
 
 StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size) {
   if (size == 0) return Error(Code::kInvalidValue, "allocation of 0 bytes");
-  Block block{nullptr, size, size >= kMapThreshold, false};
+  Block block{nullptr, size >= kMapThreshold, false};
   if (block.mapped) {
     void* p = mmap(nullptr, RoundUp(size, 4096), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -72,12 +72,13 @@ StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size) {
     std::memset(block.data, 0, size);
   }
   const uint64_t address = range_->Reserve(size);
-  if (address == 0) {
-    Release(block);
+  std::unique_lock lock(mutex_);
+  if (address == 0 || !blocks_.Insert(address, size, block)) {
+    lock.unlock();
+    Release(block, size);
+    if (address != 0) range_->Release(address);
     return Error(Code::kOutOfMemory, "device address space exhausted");
   }
-  std::unique_lock lock(mutex_);
-  blocks_[address] = block;
   used_ += size;
   return address;
 }
@@ -87,43 +88,40 @@ StatusOr<uint64_t> DeviceMemory::AddExternal(uint8_t* data, uint64_t size) {
   const uint64_t address = range_->Reserve(size);
   if (address == 0) return Error(Code::kOutOfMemory, "device address space exhausted");
   std::unique_lock lock(mutex_);
-  blocks_[address] = Block{data, size, false, true};
+  if (!blocks_.Insert(address, size, Block{data, false, true})) {
+    range_->Release(address);
+    return Error(Code::kOutOfMemory, "device address space exhausted");
+  }
   return address;
 }
 
 Status DeviceMemory::Free(uint64_t address) {
   Block block;
+  uint64_t size = 0;
   {
     std::unique_lock lock(mutex_);
-    auto it = blocks_.find(address);
+    auto it = blocks_.FindBase(address);
     if (it == blocks_.end()) return Error(Code::kInvalidValue, "not the start of an allocation");
-    block = it->second;
-    if (!block.external) used_ -= block.size;
+    block = it->second.value;
+    size = it->second.size;
+    if (!block.external) used_ -= size;
     blocks_.erase(it);
   }
-  Release(block);
+  Release(block, size);
   range_->Release(address);
   return Status::Ok();
 }
 
 uint8_t* DeviceMemory::Translate(uint64_t address, uint64_t size) {
-  std::shared_lock lock(mutex_);
-  auto it = blocks_.upper_bound(address);
-  if (it == blocks_.begin()) return nullptr;
-  --it;
-  const uint64_t offset = address - it->first;
-  if (offset >= it->second.size || size > it->second.size - offset) return nullptr;
-  return it->second.data + offset;
+  Range range;
+  return Lookup(address, size, &range) ? range.host + (address - range.base) : nullptr;
 }
 
 bool DeviceMemory::Lookup(uint64_t address, uint64_t size, Range* out) {
   std::shared_lock lock(mutex_);
-  auto it = blocks_.upper_bound(address);
-  if (it == blocks_.begin()) return false;
-  --it;
-  const uint64_t offset = address - it->first;
-  if (offset >= it->second.size || size > it->second.size - offset) return false;
-  *out = Range{it->first, it->second.size, it->second.data};
+  auto it = blocks_.Find(address, size);
+  if (it == blocks_.end()) return false;
+  *out = Range{it->first, it->second.size, it->second.value.data};
   return true;
 }
 

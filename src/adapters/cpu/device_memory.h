@@ -11,6 +11,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "common/range_map.h"
 #include "common/status.h"
 #include "ptx/ptx.h"
 
@@ -46,15 +47,14 @@ class DeviceMemory final : public ptx::AddressSpace {
  private:
   struct Block {
     uint8_t* data;
-    uint64_t size;
     bool mapped;    // mmap'd (large) rather than heap-allocated
     bool external;  // owned by someone else: never released here
   };
-  static void Release(const Block& block);
+  static void Release(const Block& block, uint64_t size);
 
   AddressRange* range_;
   mutable std::shared_mutex mutex_;
-  std::map<uint64_t, Block> blocks_;
+  RangeMap<Block> blocks_;
   uint64_t used_ = 0;
 };
 

@@ -212,15 +212,14 @@ Status CudaContext::UnmapHostMemory(uint64_t dptr) {
   return status;
 }
 
-StatusOr<std::unique_ptr<Module>> CudaContext::LoadModule(ImageKind kind,
-                                                          std::span<const uint8_t> image,
+StatusOr<std::unique_ptr<Module>> CudaContext::LoadModule(const ModuleImage& image,
                                                           std::string* error_log,
                                                           std::string* info_log) {
   ScopedContext current(driver().api(), context_);
   const auto& attributes = adapter_->info().attributes;
   const int cc = attributes[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR] * 10 +
                  attributes[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
-  return LoadCudaModule(*this, cc, kind, image, error_log, info_log);
+  return LoadCudaModule(*this, cc, image, error_log, info_log);
 }
 
 Status CudaContext::Launch(Module& module, uint32_t kernel, const LaunchConfig& config,

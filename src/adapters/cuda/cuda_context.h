@@ -32,8 +32,7 @@ class CudaContext final : public Context {
   // still catches a signature that drifts).
   StatusOr<uint64_t> MapHostMemory(uint8_t* data, uint64_t size) override;
   Status UnmapHostMemory(uint64_t dptr) override;
-  StatusOr<std::unique_ptr<Module>> LoadModule(ImageKind kind, std::span<const uint8_t> image,
-                                               std::string* error_log,
+  StatusOr<std::unique_ptr<Module>> LoadModule(const ModuleImage& image, std::string* error_log,
                                                std::string* info_log) override;
   Status Launch(Module& module, uint32_t kernel, const LaunchConfig& config,
                 std::span<const uint8_t> params,
@@ -72,8 +71,8 @@ class CudaContext final : public Context {
 // Loads `image` into `context` through the driver and describes its kernels and globals
 // (cuda_module.cc).
 StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compute_capability,
-                                                 ImageKind kind, std::span<const uint8_t> image,
-                                                 std::string* error_log, std::string* info_log);
+                                                 const ModuleImage& image, std::string* error_log,
+                                                 std::string* info_log);
 // The driver function of kernel `index` of a module LoadCudaModule made.
 CUfunction ModuleFunction(const Module& module, uint32_t index);
 

@@ -7,7 +7,6 @@
 #include "adapters/cuda/cuda_context.h"
 #include "adapters/link_inputs.h"
 #include "common/log.h"
-#include "protocol/link_image.h"
 #include "ptx/ptx.h"
 
 namespace pvgpu::adapters::cuda {
@@ -94,14 +93,8 @@ Status DescribeWithPtx(const Driver& driver, const ptx::Program& program, CudaMo
     CUfunction function = nullptr;
     PVGPU_TRY(driver.Check(api.cuModuleGetFunction(&function, module->module_, k.name.c_str()),
                            "cuModuleGetFunction"));
-    KernelInfo info;
-    info.name = k.name;
-    for (const auto& p : k.params) {
-      info.param_offsets.push_back(p.offset);
-      info.param_sizes.push_back(p.size);
-    }
-    info.param_bytes = k.param_bytes;
-    FillAttributes(api, function, &info);
+    KernelInfo info = DescribePtxKernel(k);
+    FillAttributes(api, function, &info);  // the driver's resources, not the PTX's
     module->kernels_.push_back(std::move(info));
     module->functions_.push_back(function);
   }
@@ -114,8 +107,8 @@ struct JitLogs {
   std::vector<char> infos = std::vector<char>(kLogBytes, '\0');
   CUjit_option options[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                              CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void* values[4] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}),
-                     infos.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
+  void* values[4] = {errors.data(), reinterpret_cast<void*>(uintptr_t{kLogBytes - 1}), infos.data(),
+                     reinterpret_cast<void*>(uintptr_t{kLogBytes - 1})};
   static constexpr unsigned int kCount = 4;
 
   JitLogs() = default;
@@ -130,7 +123,7 @@ struct JitLogs {
 
 // Links `inputs` with the host driver's cuLink* calls; returns the cubin.
 StatusOr<std::vector<uint8_t>> LinkWithDriver(const Driver& driver,
-                                              const std::vector<protocol::LinkInput>& inputs,
+                                              std::span<const protocol::LinkInput> inputs,
                                               std::string* error_log, std::string* info_log) {
   const DriverApi& api = driver.api();
   if (api.cuLinkCreate == nullptr || api.cuLinkAddData == nullptr ||
@@ -145,10 +138,10 @@ StatusOr<std::vector<uint8_t>> LinkWithDriver(const Driver& driver,
   for (const auto& input : inputs) {
     // The driver takes non-const pointers and NUL-terminated names; it copies the data.
     std::string data(input.data), name(input.name);
-    status = driver.Check(api.cuLinkAddData(state, static_cast<CUjitInputType>(input.type),
-                                            data.data(), data.size(), name.c_str(), 0, nullptr,
-                                            nullptr),
-                          "cuLinkAddData");
+    status =
+        driver.Check(api.cuLinkAddData(state, static_cast<CUjitInputType>(input.type), data.data(),
+                                       data.size(), name.c_str(), 0, nullptr, nullptr),
+                     "cuLinkAddData");
     if (!status.ok()) break;
   }
   std::vector<uint8_t> cubin;
@@ -171,20 +164,19 @@ CUfunction ModuleFunction(const Module& module, uint32_t index) {
 }
 
 StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compute_capability,
-                                                 ImageKind kind, std::span<const uint8_t> image,
-                                                 std::string* error_log, std::string* info_log) {
+                                                 const ModuleImage& image, std::string* error_log,
+                                                 std::string* info_log) {
   const Driver& driver = context.driver();
   const DriverApi& api = driver.api();
+  const ImageKind kind = image.kind;
   // The driver reads PTX up to a NUL and binary images from their headers; an 8-byte aligned
-  // private copy serves both, whatever the guest's payload alignment was.
-  std::vector<uint64_t> copy(image.size() / 8 + 1, 0);
-  std::memcpy(copy.data(), image.data(), image.size());
-  std::vector<protocol::LinkInput> link_inputs;
+  // private copy, zero-terminated, serves both, whatever the guest's payload alignment was.
+  std::vector<uint64_t> copy(image.bytes.size() / 8 + 1, 0);
+  std::memcpy(copy.data(), image.bytes.data(), image.bytes.size());
   if (kind == ImageKind::kLinked) {
     // Linked by the host driver's own linker, for this GPU; the result loads as a cubin.
-    PVGPU_ASSIGN_OR_RETURN(link_inputs, protocol::DecodeLinkImage(image));
-    PVGPU_ASSIGN_OR_RETURN(std::vector<uint8_t> cubin, LinkWithDriver(driver, link_inputs, error_log,
-                                                                       info_log));
+    PVGPU_ASSIGN_OR_RETURN(std::vector<uint8_t> cubin,
+                           LinkWithDriver(driver, image.inputs, error_log, info_log));
     copy.assign(cubin.size() / 8 + 1, 0);
     std::memcpy(copy.data(), cubin.data(), cubin.size());
   }
@@ -199,11 +191,11 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
 
   // PTX of the image, when it has any: the PTX itself, a fatbin's PTX for this GPU, or the PTX
   // of every input of a link image (when each has some); else the driver's description alone.
-  const std::string_view bytes(reinterpret_cast<const char*>(image.data()), image.size());
-  std::vector<protocol::LinkInput> inputs;
+  const std::string_view bytes(reinterpret_cast<const char*>(image.bytes.data()),
+                               image.bytes.size());
+  std::vector<protocol::LinkInput> inputs(image.inputs.begin(), image.inputs.end());
   if (kind == ImageKind::kPtx) inputs.push_back({protocol::LinkInputType::kPtx, "", bytes});
   if (kind == ImageKind::kFatbin) inputs.push_back({protocol::LinkInputType::kFatbin, "", bytes});
-  if (kind == ImageKind::kLinked) inputs = link_inputs;
   PtxLinkSources sources;
   if (!inputs.empty()) {
     if (auto got = PtxOfLinkInputs(inputs, compute_capability); got.ok()) {

@@ -16,9 +16,9 @@ namespace pvgpu::guest {
 using protocol::MessageHeader;
 
 Client& Client::ForAddress(const std::string& address) {
-  static std::mutex* mutex = new std::mutex();
+  static auto* mutex = new Mutex();
   static auto* clients = new std::map<std::string, Client*>();
-  std::lock_guard<std::mutex> lock(*mutex);
+  MutexLock lock(mutex);
   Client*& client = (*clients)[address];
   if (client == nullptr) client = new Client(address);
   return *client;
@@ -44,7 +44,7 @@ Client::Client(std::string address) : address_(std::move(address)) {
 }
 
 Status Client::Connect() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (attempted_) return connect_status_;
   attempted_ = true;
   const std::string& address = address_;
@@ -214,7 +214,7 @@ Code Client::Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
     Status status = Connect();
     if (!status.ok()) return status.code();
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   uint64_t sent_seq = 0;
   const uint32_t flags =
       (async && reply != nullptr) ? static_cast<uint32_t>(protocol::kFlagWantReply) : 0u;
@@ -233,7 +233,7 @@ Code Client::ExchangeBatch(
     if (!status.ok()) return status.code();
   }
   const size_t count = requests.size() / request_size;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   uint64_t first = 0;
   for (size_t i = 0; i < count; ++i) {
     uint64_t seq = 0;
@@ -257,9 +257,9 @@ Code Client::CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags
     Status status = Connect();
     if (!status.ok()) return status.code();
   }
-  std::lock_guard<std::mutex> fd_lock(fd_mutex_);
+  MutexLock fd_lock(&fd_mutex_);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (broken_.load()) return Code::kDeviceUnavailable;
     Status sent = endpoint_->SendFd(fd);
     if (sent.code() == Code::kNotSupported) return Code::kNotSupported;
@@ -291,7 +291,7 @@ Code Client::WaitDone(uint64_t seq) {
   if (Done(seq)) return Code::kOk;
   // One waiter at a time on the host's doorbell, so a reply wake-up is never taken by a
   // fence waiter (or the other way round).
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   Status waited = endpoint_->WaitFence(seq, -1);
   if (!waited.ok()) return Broken(waited);
   return Code::kOk;

@@ -13,12 +13,12 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "protocol/wire.h"
 #include "transport/channel.h"
@@ -39,7 +39,7 @@ class Client {
   // Connects and says Hello, once. Later calls return the first outcome. kNoDevice when no
   // host answers (so CUDA programs see "no CUDA-capable device"), kDeviceUnavailable when the
   // channel broke later.
-  Status Connect();
+  Status Connect() EXCLUDES(mutex_);
   bool connected() const { return connected_.load(std::memory_order_acquire); }
   const protocol::HelloReply& hello() const { return hello_; }
 
@@ -70,12 +70,13 @@ class Client {
   // Passes a memfd and registers it as pinned region `handle`: fds and their HostRegionCreate
   // messages must reach the host in the same order, so both happen under one lock.
   // kNotSupported when the channel cannot pass descriptors (remote hosts).
-  Code CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags);
+  Code CreateRegion(int fd, uint64_t handle, uint64_t size, uint32_t flags)
+      EXCLUDES(mutex_, fd_mutex_);
 
   // True once the host has finished every message up to `seq` (no message sent).
   bool Done(uint64_t seq) const;
   // Waits until Done(seq); kDeviceUnavailable if the host goes away meanwhile.
-  Code WaitDone(uint64_t seq);
+  Code WaitDone(uint64_t seq) EXCLUDES(mutex_);
   // Spins for up to `window` until Done(seq), never asleep on the doorbell
   // (transport::Endpoint::SpinForFence). For waits that are probably short.
   bool SpinUntilDone(uint64_t seq, std::chrono::microseconds window) const;
@@ -101,35 +102,49 @@ class Client {
     size_t fixed_size = 0;
     std::vector<uint8_t>* payload = nullptr;
   };
+  // Sends `request` (asynchronous or not); when `wait`, waits for its reply, whose fixed part
+  // lands in *reply (when given) and payload in *payload, and returns the host's result.
+  template <typename Request>
+  Code Send(const Request& request, std::span<const uint8_t> request_payload, bool async, bool wait,
+            typename Request::Reply* reply, std::vector<uint8_t>* payload, uint64_t* seq);
   // Sends a request; waits for its reply when `reply` is not null.
   Code Exchange(uint32_t op, bool async, std::span<const uint8_t> fixed,
-                std::span<const uint8_t> request_payload, const ReplySink* reply, uint64_t* seq);
+                std::span<const uint8_t> request_payload, const ReplySink* reply, uint64_t* seq)
+      EXCLUDES(mutex_);
   Code SendLocked(uint32_t op, uint32_t flags, std::span<const uint8_t> fixed,
-                  std::span<const uint8_t> payload, uint64_t* seq);
-  Code AwaitReplyLocked(uint64_t seq, const ReplySink& reply);
+                  std::span<const uint8_t> payload, uint64_t* seq) REQUIRES(mutex_);
+  Code AwaitReplyLocked(uint64_t seq, const ReplySink& reply) REQUIRES(mutex_);
   // Waits for the reply to `seq`, handling unsolicited messages on the way, and shows its body
   // (after the header) to `body` where it arrived (transport::Endpoint::ReceiveView). A reply to
   // another message breaks the channel.
-  Code AwaitReplyViewLocked(uint64_t seq, FunctionRef<void(const transport::MessageView&)> body);
+  Code AwaitReplyViewLocked(uint64_t seq, FunctionRef<void(const transport::MessageView&)> body)
+      REQUIRES(mutex_);
   // The batch behind CallPipelined: every request has the same op and fixed size.
   Code ExchangeBatch(uint32_t op, std::span<const uint8_t> requests, size_t request_size,
-                     const std::function<Code(size_t, const transport::MessageView&)>& on_reply);
+                     const std::function<Code(size_t, const transport::MessageView&)>& on_reply)
+      EXCLUDES(mutex_);
   void HandleUnsolicited(const protocol::MessageHeader& header, std::span<const uint8_t> body);
   Code Broken(const Status& status);
 
   const std::string address_;
-  std::mutex mutex_;
+  // Held for a message's exchange with the host (and while connecting): one conversation on
+  // the channel at a time.
+  Mutex mutex_;
+  // Set once under mutex_ before connected_; read without the lock after that (the fence and
+  // fault count are the host's shared memory, read lock-free).
   std::unique_ptr<transport::Endpoint> endpoint_;
   std::atomic<bool> connected_{false};
-  bool attempted_ = false;
-  Status connect_status_;
-  protocol::HelloReply hello_{};
+  bool attempted_ GUARDED_BY(mutex_) = false;
+  Status connect_status_ GUARDED_BY(mutex_);
+  protocol::HelloReply hello_{};  // like endpoint_: written once before connected_
   std::atomic<uint64_t> last_seq_{0};
   std::atomic<bool> broken_{false};
   size_t max_payload_ = 0;
   bool pipelined_ = true;
-  std::vector<uint8_t> scratch_;
-  std::mutex fd_mutex_;
+  std::vector<uint8_t> scratch_ GUARDED_BY(mutex_);
+  // Keeps a descriptor and its HostRegionCreate message together on the channel; taken before
+  // mutex_.
+  Mutex fd_mutex_ ACQUIRED_BEFORE(mutex_);
 };
 
 template <typename Request, typename OnReply>
@@ -149,41 +164,37 @@ Code Client::CallPipelined(std::span<const Request> requests, OnReply&& on_reply
 }
 
 template <typename Request>
+Code Client::Send(const Request& request, std::span<const uint8_t> request_payload, bool async,
+                  bool wait, typename Request::Reply* reply, std::vector<uint8_t>* payload,
+                  uint64_t* seq) {
+  typename Request::Reply fixed;
+  const ReplySink sink{&fixed, sizeof(fixed), payload};
+  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), async,
+                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
+                             request_payload, wait ? &sink : nullptr, seq);
+  if (sent != Code::kOk || !wait) return sent;
+  if (reply != nullptr) *reply = fixed;
+  return static_cast<Code>(fixed.result);
+}
+
+template <typename Request>
 Code Client::PostAndWait(const Request& request, std::span<const uint8_t> request_payload) {
   static_assert(Request::kAsync);
-  typename Request::Reply fixed;
-  const ReplySink sink{&fixed, sizeof(fixed), nullptr};
-  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), true,
-                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, &sink, nullptr);
-  if (sent != Code::kOk) return sent;
-  return static_cast<Code>(fixed.result);
+  return Send(request, request_payload, true, true, nullptr, nullptr, nullptr);
 }
 
 template <typename Request>
 Code Client::Call(const Request& request, std::span<const uint8_t> request_payload,
                   typename Request::Reply* reply, std::vector<uint8_t>* payload) {
   static_assert(!Request::kHostToGuest);
-  typename Request::Reply fixed;
-  const ReplySink sink{&fixed, sizeof(fixed), payload};
-  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), false,
-                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, &sink, nullptr);
-  if (sent != Code::kOk) return sent;
-  if (reply != nullptr) *reply = fixed;
-  return static_cast<Code>(fixed.result);
+  return Send(request, request_payload, false, true, reply, payload, nullptr);
 }
 
 template <typename Request>
 Code Client::Post(const Request& request, std::span<const uint8_t> request_payload, uint64_t* seq) {
   static_assert(Request::kAsync);
-  typename Request::Reply fixed;
-  const ReplySink sink{&fixed, sizeof(fixed), nullptr};
-  const Code sent = Exchange(static_cast<uint32_t>(Request::kOp), true,
-                             {reinterpret_cast<const uint8_t*>(&request), sizeof(request)},
-                             request_payload, pipelined_ ? nullptr : &sink, seq);
-  if (sent != Code::kOk || pipelined_) return sent;
-  return static_cast<Code>(fixed.result);
+  // Pipelined, the request is only appended; otherwise it waits for the host's result.
+  return Send(request, request_payload, true, !pipelined_, nullptr, nullptr, seq);
 }
 
 }  // namespace pvgpu::guest

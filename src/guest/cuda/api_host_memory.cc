@@ -15,22 +15,17 @@
 #include <cstdio>
 #include <cstring>
 
+#include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/state.h"
 
-using pvgpu::Code;
-using pvgpu::guest::Client;
-using pvgpu::guest::DriverState;
-using pvgpu::guest::PinnedRegion;
-using pvgpu::guest::ToCu;
-namespace protocol = pvgpu::protocol;
+namespace pvgpu::guest {
 
 namespace {
 
 constexpr unsigned int kAllocFlags =
     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
-constexpr unsigned int kRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE |
-                                        CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
-                                        CU_MEMHOSTREGISTER_READ_ONLY;
+constexpr unsigned int kRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                                        CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
 
 size_t PageRound(size_t size) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -38,22 +33,22 @@ size_t PageRound(size_t size) {
 }
 
 // Creates a sealed, shared memfd of `size` bytes and maps it.
-CUresult CreateSharedPages(size_t size, int* fd_out, void** base) {
+Code CreateSharedPages(size_t size, int* fd_out, void** base) {
   const int fd = memfd_create("pvgpu-pinned", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (fd < 0) return Code::kOutOfMemory;
   if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
       fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     close(fd);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return Code::kOutOfMemory;
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     close(fd);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return Code::kOutOfMemory;
   }
   *fd_out = fd;
   *base = p;
-  return CUDA_SUCCESS;
+  return Code::kOk;
 }
 
 // An fd for the sealed memfd mapped shared at exactly `p` from file offset 0 and at least
@@ -88,21 +83,19 @@ int SharedFileAt(void* p, size_t size) {
   return fd;
 }
 
-PinnedRegion* RegionAt(void* base) {
-  auto& state = DriverState::Get();
-  std::lock_guard<std::mutex> lock(state.mutex());
-  auto it = state.pinned.find(reinterpret_cast<uintptr_t>(base));
-  return it == state.pinned.end() ? nullptr : it->second;
-}
-
-// Tells every host that mapped the region to let go of it, then forgets it.
-void ReleaseRegion(PinnedRegion* region) {
-  auto& state = DriverState::Get();
+// Forgets the region at `base` (exactly) and tells every host that mapped it to let go of it;
+// null when no region starts there. Its pages go with the last reference to it.
+Ref<PinnedRegion> ReleaseRegion(void* base, bool allocated) {
+  Objects& objects = pvgpu::guest::objects();
+  auto found = objects.pinned.FindBase(reinterpret_cast<uintptr_t>(base));
+  if (!found.has_value() || found->value->allocated != allocated) return nullptr;
+  auto taken = objects.pinned.TakeBase(reinterpret_cast<uintptr_t>(base));
+  if (!taken.has_value()) return nullptr;  // another thread released it meanwhile
+  Ref<PinnedRegion> region = std::move(taken->value);
   std::map<Client*, uint64_t> handles;
   {
-    std::lock_guard<std::mutex> lock(state.mutex());
-    state.pinned.erase(reinterpret_cast<uintptr_t>(region->base));
-    for (auto& [ctx, dptr] : region->device_pointers) state.allocations.erase(dptr);
+    MutexLock lock(&region->mutex);
+    for (auto& [ctx, dptr] : region->device_pointers) objects.device_memory.TakeBase(dptr);
     handles.swap(region->handles);
   }
   for (auto& [client, handle] : handles) {
@@ -110,146 +103,100 @@ void ReleaseRegion(PinnedRegion* region) {
     request.region = handle;
     (void)client->Post(request);
   }
+  return region;
 }
 
 }  // namespace
 
-extern "C" {
+namespace api {
 
-CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
-  PVGPU_API_TRACE("cuMemHostAlloc", pp << ", " << bytesize << ", " << Flags);
-  CUctx_st* ctx = nullptr;
-  if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
-  if (pp == nullptr || bytesize == 0 || (Flags & ~kAllocFlags) != 0) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  auto* region = new PinnedRegion();
+Code MemHostAlloc(CUctx_st* ctx, void** pp, size_t bytesize, unsigned int Flags) {
+  if (bytesize == 0 || (Flags & ~kAllocFlags) != 0) return Code::kInvalidValue;
+  auto region = std::make_shared<PinnedRegion>();
   region->size = PageRound(bytesize);
   region->flags = Flags;
   region->allocated = true;
-  if (CUresult r = CreateSharedPages(region->size, &region->fd, &region->base); r != CUDA_SUCCESS) {
-    delete region;
-    return r;
+  if (Code code = CreateSharedPages(region->size, &region->fd, &region->base); code != Code::kOk) {
+    return code;
   }
   // Registered with the current context's host now, so that quota and failures surface here.
   uint64_t handle = 0;
-  const Code code = pvgpu::guest::RegionOnHost(region, ctx->client, &handle);
-  if (code != Code::kOk && code != Code::kNotSupported) {
-    munmap(region->base, region->size);
-    close(region->fd);
-    delete region;
-    return ToCu(code);
+  const Code code = RegionOnHost(region.get(), ctx->client, &handle);
+  if (code != Code::kOk && code != Code::kNotSupported) return code;
+  void* base = region->base;
+  if (!objects().pinned.Insert(reinterpret_cast<uintptr_t>(base), region->size, region)) {
+    return Code::kUnknown;  // fresh pages overlapping a region: the map is wrong
   }
-  {
-    auto& state = DriverState::Get();
-    std::lock_guard<std::mutex> lock(state.mutex());
-    state.pinned[reinterpret_cast<uintptr_t>(region->base)] = region;
-  }
-  *pp = region->base;
-  return CUDA_SUCCESS;
+  *pp = base;
+  return Code::kOk;
 }
 
-CUresult CUDAAPI cuMemAllocHost(void** pp, size_t bytesize) {
-  PVGPU_API_TRACE("cuMemAllocHost_v2", pp << ", " << bytesize);
-  return cuMemHostAlloc(pp, bytesize, 0);
+Code MemAllocHost_v2(CUctx_st* ctx, void** pp, size_t bytesize) {
+  return MemHostAlloc(ctx, pp, bytesize, 0);
 }
 
-CUresult CUDAAPI cuMemFreeHost(void* p) {
-  PVGPU_API_TRACE("cuMemFreeHost", p);
-  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
-  PinnedRegion* region = RegionAt(p);
-  if (region == nullptr || !region->allocated) return CUDA_ERROR_INVALID_VALUE;
-  ReleaseRegion(region);
-  munmap(region->base, region->size);
-  close(region->fd);
-  delete region;
-  return CUDA_SUCCESS;
+Code MemFreeHost(void* p) {
+  return ReleaseRegion(p, /*allocated=*/true) != nullptr ? Code::kOk : Code::kInvalidValue;
 }
 
-CUresult CUDAAPI cuMemHostGetFlags(unsigned int* pFlags, void* p) {
-  PVGPU_API_TRACE("cuMemHostGetFlags", pFlags << ", " << p);
-  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
-  if (pFlags == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  PinnedRegion* region = nullptr;
+Code MemHostGetFlags(unsigned int* pFlags, void* p) {
   size_t offset = 0;
-  if (!pvgpu::guest::FindPinned(p, 1, &region, &offset)) return CUDA_ERROR_INVALID_VALUE;
+  Ref<PinnedRegion> region = FindPinned(p, 1, &offset);
+  if (region == nullptr) return Code::kInvalidValue;
   *pFlags = region->flags;
-  return CUDA_SUCCESS;
+  return Code::kOk;
 }
 
-CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* pdptr, void* p, unsigned int Flags) {
-  PVGPU_API_TRACE("cuMemHostGetDevicePointer_v2", pdptr << ", " << p << ", " << Flags);
-  CUctx_st* ctx = nullptr;
-  if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
-  if (pdptr == nullptr || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  PinnedRegion* region = nullptr;
+Code MemHostGetDevicePointer_v2(CUctx_st* ctx, CUdeviceptr* pdptr, void* p, unsigned int Flags) {
+  if (Flags != 0) return Code::kInvalidValue;
   size_t offset = 0;
-  if (!pvgpu::guest::FindPinned(p, 1, &region, &offset)) return CUDA_ERROR_INVALID_VALUE;
-  auto& state = DriverState::Get();
+  Ref<PinnedRegion> region = FindPinned(p, 1, &offset);
+  if (region == nullptr) return Code::kInvalidValue;
   {
-    std::lock_guard<std::mutex> lock(state.mutex());
+    MutexLock lock(&region->mutex);
     auto it = region->device_pointers.find(ctx);
     if (it != region->device_pointers.end()) {
       *pdptr = it->second + offset;
-      return CUDA_SUCCESS;
+      return Code::kOk;
     }
   }
   uint64_t handle = 0;
-  if (Code code = pvgpu::guest::RegionOnHost(region, ctx->client, &handle); code != Code::kOk) {
-    // Registered application memory cannot be shared with the host's kernels.
-    return code == Code::kNotSupported ? CUDA_ERROR_NOT_SUPPORTED : ToCu(code);
+  // Registered application memory cannot be shared with the host's kernels (kNotSupported).
+  if (Code code = RegionOnHost(region.get(), ctx->client, &handle); code != Code::kOk) {
+    return code;
   }
   protocol::HostRegionMapRequest request;
   request.ctx = ctx->handle;
   request.region = handle;
   protocol::HostRegionMapReply reply;
-  if (Code code = ctx->client->Call(request, {}, &reply); code != Code::kOk) return ToCu(code);
+  if (Code code = ctx->client->Call(request, {}, &reply); code != Code::kOk) return code;
   {
-    std::lock_guard<std::mutex> lock(state.mutex());
+    MutexLock lock(&region->mutex);
     region->device_pointers[ctx] = reply.dptr;
-    state.allocations[reply.dptr] = {region->size, ctx};
   }
+  objects().device_memory.Assign(reply.dptr, region->size, ctx);
   *pdptr = reply.dptr + offset;
-  return CUDA_SUCCESS;
+  return Code::kOk;
 }
 
-CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
-  PVGPU_API_TRACE("cuMemHostRegister_v2", p << ", " << bytesize << ", " << Flags);
-  CUctx_st* ctx = nullptr;
-  if (CUresult r = pvgpu::guest::CurrentLiveContext(&ctx); r != CUDA_SUCCESS) return r;
-  if (p == nullptr || bytesize == 0 || (Flags & ~kRegisterFlags) != 0) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  if ((Flags & CU_MEMHOSTREGISTER_IOMEMORY) != 0) return CUDA_ERROR_NOT_SUPPORTED;
-  auto& state = DriverState::Get();
-  std::lock_guard<std::mutex> lock(state.mutex());
-  const auto base = reinterpret_cast<uintptr_t>(p);
-  auto next = state.pinned.lower_bound(base);
-  if (next != state.pinned.end() && next->first < base + bytesize) {
-    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  }
-  if (next != state.pinned.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second->size > base) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  }
-  auto* region = new PinnedRegion();
+Code MemHostRegister_v2(CUctx_st* ctx, void* p, size_t bytesize, unsigned int Flags) {
+  if (bytesize == 0 || (Flags & ~kRegisterFlags) != 0) return Code::kInvalidValue;
+  if ((Flags & CU_MEMHOSTREGISTER_IOMEMORY) != 0) return Code::kNotSupported;
+  auto region = std::make_shared<PinnedRegion>();
   region->base = p;
   region->size = bytesize;
   region->flags = Flags;
   region->fd = SharedFileAt(p, bytesize);
-  state.pinned[base] = region;
-  return CUDA_SUCCESS;
+  if (!objects().pinned.Insert(reinterpret_cast<uintptr_t>(p), bytesize, std::move(region))) {
+    return Code::kHostMemoryAlreadyRegistered;
+  }
+  return Code::kOk;
 }
 
-CUresult CUDAAPI cuMemHostUnregister(void* p) {
-  PVGPU_API_TRACE("cuMemHostUnregister", p);
-  if (CUresult r = DriverState::Get().CheckInit(); r != CUDA_SUCCESS) return r;
-  PinnedRegion* region = RegionAt(p);
-  if (region == nullptr || region->allocated) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-  ReleaseRegion(region);
-  if (region->fd >= 0) close(region->fd);
-  delete region;
-  return CUDA_SUCCESS;
+Code MemHostUnregister(void* p) {
+  return ReleaseRegion(p, /*allocated=*/false) != nullptr ? Code::kOk
+                                                          : Code::kHostMemoryNotRegistered;
 }
 
-}  // extern "C"
+}  // namespace api
+}  // namespace pvgpu::guest

@@ -14,7 +14,7 @@ CUctx_st* Resolve(CUcontext ctx) { return ctx != nullptr ? ctx : CurrentContext(
 
 CUresult ContextStoragePut(CUcontext ctx, void* key, void* value,
                            void (*destructor)(CUcontext, void*, void*)) {
-  PVGPU_API_TRACE("CONTEXT_LOCAL_STORAGE put", ctx << ", " << key << ", " << value);
+  PVGPU_SLOT_TRACE("CONTEXT_LOCAL_STORAGE put", ctx << ", " << key << ", " << value);
   CUctx_st* target = Resolve(ctx);
   // Values only live in live contexts: a destroyed one would never run their destructors.
   if (target == nullptr || !LiveContext(target)) return CUDA_ERROR_INVALID_CONTEXT;
@@ -23,7 +23,7 @@ CUresult ContextStoragePut(CUcontext ctx, void* key, void* value,
 }
 
 CUresult ContextStorageDelete(CUcontext ctx, void* key) {
-  PVGPU_API_TRACE("CONTEXT_LOCAL_STORAGE delete", ctx << ", " << key);
+  PVGPU_SLOT_TRACE("CONTEXT_LOCAL_STORAGE delete", ctx << ", " << key);
   CUctx_st* target = Resolve(ctx);
   if (target == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   return ProcessContextStorage().Delete(target, key) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -35,7 +35,7 @@ CUresult ContextStorageGet(void** value, CUcontext ctx, void* key) {
   if (target == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   // The runtime asks at the start of every call; a miss tells it to set the context up.
   const bool found = ProcessContextStorage().Get(target, key, value);
-  PVGPU_API_TRACE("CONTEXT_LOCAL_STORAGE get", ctx << ", " << key << (found ? "" : " -> miss"));
+  PVGPU_SLOT_TRACE("CONTEXT_LOCAL_STORAGE get", ctx << ", " << key << (found ? "" : " -> miss"));
   return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 

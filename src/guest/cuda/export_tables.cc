@@ -14,7 +14,9 @@
 #include <string>
 
 #include "common/log.h"
+#include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/runtime_slots.h"
+#include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
 namespace {
@@ -205,10 +207,12 @@ ExportTableAddresses GetExportTableAddresses() {
           reinterpret_cast<uint64_t>(kIntegrityCheckTable[1])};
 }
 
-}  // namespace pvgpu::guest
+// The export's body (exports.txt).
+namespace api {
 
-// The export itself: a forwarder, so that it moves into the declared export list unchanged.
-extern "C" CUresult CUDAAPI cuGetExportTable(const void** ppExportTable,
-                                             const CUuuid* pExportTableId) {
-  return pvgpu::guest::GetExportTable(ppExportTable, pExportTableId);
+Code GetExportTable(const void** ppExportTable, const CUuuid* pExportTableId) {
+  return FromCu(pvgpu::guest::GetExportTable(ppExportTable, pExportTableId));
 }
+
+}  // namespace api
+}  // namespace pvgpu::guest

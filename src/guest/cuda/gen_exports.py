@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Generates the export surface of the guest libcuda.so.1 from the toolkit's headers.
+"""Generates the export surface of the guest libcuda.so.1 from its declaration list
+(exports.txt) and the toolkit's headers.
 
-Inputs: cuda.h and cudaProfiler.h (every function the driver API declares; libcuda exports
-the profiler calls too) and cudaTypedefs.h, cudaProfilerTypedefs.h (every
-(function, ABI version) pair as PFN_<name>_v<version>[_ptds|_ptsz] typedefs), plus the
-hand-written api_*.cc sources (to know which functions pvgpu implements).
+Inputs: exports.txt (the implemented functions: the kind of each parameter, the shell, the
+aliases; ../exports_list.py reads it), cuda.h and cudaProfiler.h (every function the driver API
+declares, with the types and names of its parameters; libcuda exports the profiler calls too)
+and cudaTypedefs.h, cudaProfilerTypedefs.h (every (function, ABI version) pair as
+PFN_<name>_v<version>[_ptds|_ptsz] typedefs).
 
 Outputs (all into OUTDIR, never committed):
-  cuda_stubs_autogen.cc    a weak stub for every declared function: logs once, returns
-                           CUDA_ERROR_NOT_SUPPORTED. Strong definitions in api_*.cc win at link
-                           time, so this file needs no list of implemented functions.
-  cuda_ptds_autogen.cc     weak per-thread-stream variants (_ptds/_ptsz) of implemented
-                           functions, forwarding to the implemented base.
+  cuda_api_autogen.h       the prototype of every hand-written body, pvgpu::guest::api::Name
+                           (cuMemAlloc_v2 -> api::MemAlloc_v2), with resolved handles: a body
+                           that does not match its list entry does not compile.
+  cuda_shells_autogen.cc   the export of every listed name, its aliases and its per-thread
+                           stream variants (_ptds/_ptsz): initialization check, argument checks
+                           in one order, handle resolution, the body, the trace, the CUresult.
+  cuda_stubs_autogen.cc    a stub for every other declared function: logs once, returns
+                           CUDA_ERROR_NOT_SUPPORTED.
   cuda_proc_table_autogen.cc  the cuGetProcAddress table: (base name, version, stream kind,
                            symbol, address), sorted by base name.
   cuda_exports_autogen.txt  every exported name, one a line, for the export test.
@@ -20,21 +25,24 @@ Why the stubs use the signature `int name()` and do not include cuda.h: every cu
 returns CUresult (an int-sized enum; the generator checks this), a stub ignores its arguments,
 and on the C ABIs we target the caller owns the argument area, so the parameter list does not
 matter. Not including cuda.h also avoids every collision with its name-mapping macros
-(cuMemAlloc -> cuMemAlloc_v2). The forwarders do need the parameters; they come from
-cuda.h's own prototypes (declared with __CUDA_API_VERSION_INTERNAL, which makes cuda.h declare
-every versioned, legacy and per-thread name and drop the mapping macros).
+(cuMemAlloc -> cuMemAlloc_v2). The shells do need the parameters; they come from cuda.h's own
+prototypes (declared with __CUDA_API_VERSION_INTERNAL, which makes cuda.h declare every
+versioned, legacy and per-thread name and drop the mapping macros).
 
 Declarations are read from the output of the C preprocessor (CC -E), not from the raw header,
 so multi-line prototypes, CUDAAPI, __CUDA_DEPRECATED and conditional sections are resolved by
 the compiler itself.
 
-Usage: gen_exports.py CC INCLUDE_DIR OUTDIR api_*.cc...
+Usage: gen_exports.py CC INCLUDE_DIR OUTDIR exports.txt
 """
 
 import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import exports_list  # noqa: E402  (src/guest/exports_list.py)
 
 PT_SUFFIXES = ("_ptds", "_ptsz")
 API_HEADERS = ("cuda.h", "cudaProfiler.h")
@@ -150,89 +158,21 @@ def proc_table(pairs, macros, declared):
     return table, dropped
 
 
-def implemented(sources, macros):
-    """ABI names the hand-written sources define, after cuda.h's mapping macros."""
-    names = set()
-    for path in sources:
-        text = open(path, encoding="utf-8").read()
-        # A file that #undefs a name (api_legacy.cc) defines that exact symbol.
-        literal = set(re.findall(r"^\s*#\s*undef\s+(cu\w+)", text, re.M))
-        for m in re.finditer(r"\bCUDAAPI\s+(cu\w+)\s*\(", text):
-            name = m.group(1)
-            names.add(name if name in literal else macros.get(name, name))
-    return names
-
-
-def split_params(params):
-    """A prototype's parameter text split at its top-level commas."""
-    params = params.strip()
-    if params in ("", "void"):
-        return []
-    parts, depth, current = [], 0, ""
-    for ch in params:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return parts
-
-
-def param_names(params):
-    """Names of the parameters in a prototype's parameter text, or None when one is unnamed."""
-    names = []
-    for part in split_params(params):
-        part = re.sub(r"\[[^\]]*\]\s*$", "", part.strip())
-        fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", part)  # function pointer parameter
-        m = fp or re.search(r"[\s\*](\w+)$", part)
-        if not m or m.group(1) in ("int", "char", "long", "short", "float", "double", "void"):
-            return None
-        names.append(m.group(1))
-    return names
-
-
-HEADER = "// Generated by gen_exports.py from cuda.h and cudaTypedefs.h. Do not edit.\n"
+HEADER = ("// Generated by gen_exports.py from exports.txt, cuda.h and cudaTypedefs.h. "
+          "Do not edit.\n")
 
 
 def emit_stubs(names):
     out = [HEADER,
            "// Weak stubs: see gen_exports.py for why they are declared `int name()`.",
            '#include "guest/cuda/unsupported.h"', "",
-           "#define PVGPU_STUB(name)                                              \\",
-           "  extern \"C\" __attribute__((weak, visibility(\"default\"))) int name() { \\",
-           "    static pvgpu::guest::OnceFlag once;                                \\",
-           "    return pvgpu::guest::NotSupported(#name, &once);                   \\",
+           "#define PVGPU_STUB(name)                                        \\",
+           "  extern \"C\" __attribute__((visibility(\"default\"))) int name() { \\",
+           "    static pvgpu::guest::OnceFlag once;                          \\",
+           "    return pvgpu::guest::NotSupported(#name, &once);             \\",
            "  }", ""]
     out += [f"PVGPU_STUB({name})" for name in names]
     return "\n".join(out) + "\n"
-
-
-def emit_forwarders(forwarders, decls):
-    out = [HEADER,
-           "// Per-thread default stream variants of implemented functions: each forwards to",
-           "// its base, with the default stream (a null CUstream) named CU_STREAM_PER_THREAD.",
-           "#define __CUDA_API_VERSION_INTERNAL 1", "#include <cuda.h>", ""]
-    # In this mode cuda.h maps some base names to their per-thread forms (cuEventRecord ->
-    # cuEventRecord_ptsz): without these #undefs a forwarder would call itself.
-    for name in sorted({n for pair in forwarders for n in pair}):
-        out.append(f"#undef {name}")
-    out.append("")
-    for name, base in forwarders:
-        ret, params = decls[name]
-        args = []
-        for part, arg in zip(split_params(params), param_names(params)):
-            if re.fullmatch(r"\s*CUstream\s+\w+\s*", part):
-                arg = f"({arg} == nullptr ? CU_STREAM_PER_THREAD : {arg})"
-            args.append(arg)
-        args = ", ".join(args)
-        out += [f'extern "C" __attribute__((weak)) {ret} CUDAAPI {name}({params}) {{',
-                f"  return {base}({args});", "}", ""]
-    return "\n".join(out)
 
 
 def emit_table(table):
@@ -252,16 +192,116 @@ def emit_table(table):
     return "\n".join(out) + "\n"
 
 
-def write(path, text):
-    # Unchanged outputs keep their timestamps so that Ninja does not rebuild their users.
-    if os.path.exists(path) and open(path, encoding="utf-8").read() == text:
-        return
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+
+# The kinds a parameter may have, and what the shell does with each (docs/guest.md). Resolved
+# kinds: (the holder the shell declares, the resolver that fills it, what the body receives,
+# the body's parameter type); the resolvers are in resolve.h.
+RESOLVED = {
+    "ctx": ("CUctx_st*", "ResolveContext", "{}", "CUctx_st*"),
+    "ctx?": ("CUctx_st*", "ResolveOptionalContext", "{}", "CUctx_st*"),
+    "stream": ("StreamRef", "ResolveStream", "{}", "const StreamRef&"),
+    "stream_unordered": ("StreamRef", "ResolveStream", "{}", "const StreamRef&"),
+    "created_stream": ("Ref<CUstream_st>", "ResolveCreatedStream", "{}.get()", "CUstream_st*"),
+    "event": ("Ref<CUevent_st>", "ResolveEvent", "{}.get()", "CUevent_st*"),
+    "module": ("Ref<CUmod_st>", "ResolveModule", "{}.get()", "CUmod_st*"),
+    "function": ("Ref<CUfunc_st>", "ResolveFunction", "{}.get()", "CUfunc_st*"),
+    "function_or_kernel": ("Ref<CUfunc_st>", "ResolveFunctionOrKernel", "{}.get()",
+                           "CUfunc_st*"),
+    "library": ("Ref<CUlib_st>", "ResolveLibrary", "{}.get()", "CUlib_st*"),
+    "kernel": ("Ref<CUkern_st>", "ResolveKernel", "{}.get()", "CUkern_st*"),
+    "link": ("Ref<CUlinkState_st>", "ResolveLink", "{}.get()", "CUlinkState_st*"),
+    "device": ("const Device*", "ResolveDevice", "*{}", "const Device&"),
+}
+PLAIN = {"out", "out?", "in", "in?", "string", "string?", "count", "array", "dptr", "flags",
+         "value"}
+KINDS = set(RESOLVED) | PLAIN
+# Streams whose default (null) handle means the per-thread stream in a _ptds/_ptsz variant.
+STREAM_KINDS = ("stream", "stream_unordered")
+
+LIB = exports_list.Library(
+    result="Code", ok="Code::kOk", invalid="Code::kInvalidValue", modes={}, resolved=RESOLVED,
+    to_c="static_cast<CUresult>(pvgpu_result)", name="ResultName(pvgpu_result)")
+LIB.modes = {
+    "any": ([], None, None),
+    "init": ([LIB.check("CheckInit()")], None, None),
+    "context": (["    CUctx_st* ctx = nullptr;", LIB.check("CurrentLiveContext(&ctx)")], "ctx",
+                "CUctx_st* ctx"),
+    "hand": ([], None, None),
+}
+SHELLS = tuple(LIB.modes)
+
+
+def body_name(entry):
+    return entry.name[2:]  # cuMemAlloc_v2 -> MemAlloc_v2, in namespace pvgpu::guest::api
+
+
+def shell(entry, symbol, params, per_thread):
+    """The extern "C" definition of `symbol` (the entry's name, an alias, or a per-thread
+    variant), calling the entry's body."""
+    args = exports_list.param_names(params)
+    prologue = []
+    if per_thread:
+        prologue = [f"  if ({arg} == nullptr) {arg} = CU_STREAM_PER_THREAD;"
+                    for kind, arg in zip(entry.kinds, args) if kind in STREAM_KINDS]
+
+    def waits(args):  # stream-ordered work runs after the host functions it must follow
+        return [LIB.check(f"OrderAfterHostFuncs({arg}_ref)")
+                for kind, arg in zip(entry.kinds, args) if kind == "stream"]
+
+    return exports_list.shell(LIB, entry, f'extern "C" CUresult CUDAAPI {symbol}({params})',
+                              symbol, params, prologue, waits, f"api::{body_name(entry)}")
+
+
+def emit_shells(shells):
+    out = [HEADER,
+           "// The exported shell of every listed function (see gen_exports.py, docs/guest.md).",
+           "#define __CUDA_API_VERSION_INTERNAL 1", "#include <cuda.h>", ""]
+    # In this mode cuda.h still maps a few names to others (cuEventRecord -> its per-thread
+    # form): without these #undefs a definition would define another name.
+    out += [f"#undef {symbol}" for symbol, _ in shells]
+    out += ["", '#include "common/api_trace.h"', '#include "guest/cuda/cuda_api_autogen.h"',
+            '#include "guest/cuda/resolve.h"', "", "namespace pvgpu::guest {", ""]
+    out += [text for _, text in shells]
+    out += ["}  // namespace pvgpu::guest", ""]
+    return "\n".join(out)
+
+
+def emit_bodies(entries, decls):
+    out = [HEADER, "// The hand-written bodies behind the generated shells (cuda_shells_autogen.cc).",
+           "#pragma once", "", "#include <cuda.h>", "", '#include "common/status.h"',
+           '#include "guest/cuda/objects.h"', "", "struct CUlib_st;", "struct CUkern_st;",
+           "struct CUlinkState_st;", "", "namespace pvgpu::guest::api {", ""]
+    for entry in entries:
+        if entry.shell != "hand":
+            params = exports_list.body_params(LIB, entry, decls[entry.name][1])
+            out.append(f"Code {body_name(entry)}({params});")
+    out += ["", "}  // namespace pvgpu::guest::api", ""]
+    return "\n".join(out)
+
+
+def exported_shells(entries, decls):
+    """[(symbol, definition)] for every generated export, and the names of hand-written ones."""
+    shells, hand = [], set()
+    listed = {name for entry in entries for name in entry.names()}
+    params = {name: p for name, (_, p) in decls.items()}
+    for entry in entries:
+        if entry.name not in decls:
+            entry.fail("cuda.h declares no such function")
+        exports_list.check_aliases(entry, params)
+        for name in entry.names():
+            variants = [(name, False)] + [(name + suffix, True) for suffix in PT_SUFFIXES
+                                          if name + suffix in decls
+                                          and name + suffix not in listed]
+            for symbol, per_thread in variants:
+                if entry.shell == "hand":
+                    hand.add(symbol)
+                else:
+                    shells.append((symbol, shell(entry, symbol, params[symbol], per_thread)))
+    return shells, hand
 
 
 def main():
-    cc, include_dir, outdir, sources = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    cc, include_dir, outdir, list_path = sys.argv[1:5]
     decls = {}
     for defines in ([], ["CUDA_API_PER_THREAD_DEFAULT_STREAM"], ["__CUDA_API_VERSION_INTERNAL"]):
         for header in API_HEADERS:
@@ -273,22 +313,17 @@ def main():
     table, dropped = proc_table(pfn_pairs(cc, include_dir), macros, decls)
     for entry in dropped:
         print(f"gen_exports.py: no declared symbol for {entry}; left out of cuGetProcAddress")
-    done = implemented(sources, macros)
-    forwarders = []
-    for name in sorted(decls):
-        for suffix in PT_SUFFIXES:
-            base = name[:-len(suffix)]
-            if name.endswith(suffix) and base in done and name not in done:
-                if param_names(decls[name][1]) is None:
-                    sys.exit(f"gen_exports.py: cannot name the parameters of {name}")
-                forwarders.append((name, base))
-    forwarded = {name for name, _ in forwarders}
-    stubs = [n for n in sorted(decls) if n not in forwarded]
+    entries = exports_list.read(list_path, KINDS, SHELLS)
+    shells, hand = exported_shells(entries, decls)
+    exported = {symbol for symbol, _ in shells} | hand
+    stubs = [n for n in sorted(decls) if n not in exported]
     os.makedirs(outdir, exist_ok=True)
-    write(os.path.join(outdir, "cuda_stubs_autogen.cc"), emit_stubs(stubs))
-    write(os.path.join(outdir, "cuda_ptds_autogen.cc"), emit_forwarders(forwarders, decls))
-    write(os.path.join(outdir, "cuda_proc_table_autogen.cc"), emit_table(table))
-    write(os.path.join(outdir, "cuda_exports_autogen.txt"), "\n".join(sorted(decls)) + "\n")
+    exports_list.write(os.path.join(outdir, "cuda_api_autogen.h"), emit_bodies(entries, decls))
+    exports_list.write(os.path.join(outdir, "cuda_shells_autogen.cc"), emit_shells(shells))
+    exports_list.write(os.path.join(outdir, "cuda_stubs_autogen.cc"), emit_stubs(stubs))
+    exports_list.write(os.path.join(outdir, "cuda_proc_table_autogen.cc"), emit_table(table))
+    exports_list.write(os.path.join(outdir, "cuda_exports_autogen.txt"),
+                       "\n".join(sorted(decls)) + "\n")
 
 
 if __name__ == "__main__":

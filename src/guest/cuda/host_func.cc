@@ -2,9 +2,9 @@
 
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
@@ -21,8 +21,8 @@ class HostFuncQueue {
   }
 
   void Enqueue(CUctx_st* ctx, CUstream stream, unsigned int flags, uint64_t after_seq,
-               HostCall call, void* data) {
-    std::lock_guard<std::mutex> lock(mutex_);
+               HostCall call, void* data) EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
     if (!thread_started_) {
       std::thread([this] { Run(); }).detach();
       thread_started_ = true;
@@ -31,16 +31,16 @@ class HostFuncQueue {
     changed_.notify_all();
   }
 
-  CUresult Wait(CUctx_st* ctx, CUstream stream, bool all) {
-    if (std::this_thread::get_id() == runner_id_) return CUDA_ERROR_NOT_PERMITTED;
+  Code Wait(CUctx_st* ctx, CUstream stream, bool all) EXCLUDES(mutex_) {
+    if (std::this_thread::get_id() == runner_id_) return Code::kNotPermitted;
     stream = Normalize(stream);
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return !AnyBlocking(ctx, stream, all); });
-    return CUDA_SUCCESS;
+    MutexLock lock(&mutex_);
+    while (AnyBlocking(ctx, stream, all)) changed_.wait(mutex_);
+    return Code::kOk;
   }
 
-  bool Pending(CUctx_st* ctx, CUstream stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
+  bool Pending(CUctx_st* ctx, CUstream stream) EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
     return AnyBlocking(ctx, Normalize(stream), false);
   }
 
@@ -54,9 +54,7 @@ class HostFuncQueue {
     void* data;
   };
 
-  static CUstream Normalize(CUstream stream) {
-    return IsDefaultStream(stream) ? nullptr : stream;
-  }
+  static CUstream Normalize(CUstream stream) { return IsDefaultStream(stream) ? nullptr : stream; }
 
   // Whether work on `stream` must wait for `item` (see host_func.h).
   static bool MustFollow(const Item& item, CUstream stream) {
@@ -64,47 +62,49 @@ class HostFuncQueue {
     return stream == nullptr && (item.flags & CU_STREAM_NON_BLOCKING) == 0;
   }
 
-  bool AnyBlocking(CUctx_st* ctx, CUstream stream, bool all) const {
+  bool AnyBlocking(CUctx_st* ctx, CUstream stream, bool all) const REQUIRES(mutex_) {
     for (const Item& item : pending_) {
       if (item.ctx == ctx && (all || MustFollow(item, stream))) return true;
     }
     return false;
   }
 
-  void Run() {
+  void Run() EXCLUDES(mutex_) {
     runner_id_ = std::this_thread::get_id();
-    std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      changed_.wait(lock, [&] { return !pending_.empty(); });
-      const Item item = pending_.front();
-      lock.unlock();
+      Item item;
+      {
+        MutexLock lock(&mutex_);
+        while (pending_.empty()) changed_.wait(mutex_);
+        item = pending_.front();
+      }
       const Code code = item.ctx->client->WaitDone(item.after_seq);
-      item.call(item.data, code == Code::kOk ? CUDA_SUCCESS : ToCu(code));
-      lock.lock();
+      item.call(item.data, ToCu(code));
+      MutexLock lock(&mutex_);
       pending_.pop_front();  // only now may work that follows it be submitted
       changed_.notify_all();
     }
   }
 
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Item> pending_;
-  bool thread_started_ = false;
+  Mutex mutex_;
+  std::condition_variable_any changed_;
+  std::deque<Item> pending_ GUARDED_BY(mutex_);
+  bool thread_started_ GUARDED_BY(mutex_) = false;
   std::atomic<std::thread::id> runner_id_{};
 };
 
 }  // namespace
 
-void EnqueueHostFunc(CUctx_st* ctx, CUstream stream, unsigned int stream_flags,
-                     uint64_t after_seq, HostCall call, void* data) {
+void EnqueueHostFunc(CUctx_st* ctx, CUstream stream, unsigned int stream_flags, uint64_t after_seq,
+                     HostCall call, void* data) {
   HostFuncQueue::Get().Enqueue(ctx, stream, stream_flags, after_seq, call, data);
 }
 
-CUresult WaitForHostFuncs(CUctx_st* ctx, CUstream stream) {
+Code WaitForHostFuncs(CUctx_st* ctx, CUstream stream) {
   return HostFuncQueue::Get().Wait(ctx, stream, false);
 }
 
-CUresult WaitForAllHostFuncs(CUctx_st* ctx) { return HostFuncQueue::Get().Wait(ctx, nullptr, true); }
+Code WaitForAllHostFuncs(CUctx_st* ctx) { return HostFuncQueue::Get().Wait(ctx, nullptr, true); }
 
 bool HostFuncsPending(CUctx_st* ctx, CUstream stream) {
   return HostFuncQueue::Get().Pending(ctx, stream);

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "common/status.h"
+
 struct CUctx_st;
 
 namespace pvgpu::guest {
@@ -22,14 +24,14 @@ using HostCall = void (*)(void* data, CUresult status);
 // Runs `call(data, status)` after the work up to `after_seq` of `ctx` is done; status is that
 // work's outcome as far as the fence tells (CUDA_SUCCESS, or CUDA_ERROR_DEVICE_UNAVAILABLE when
 // the host went away).
-void EnqueueHostFunc(CUctx_st* ctx, CUstream stream, unsigned int stream_flags,
-                     uint64_t after_seq, HostCall call, void* data);
+void EnqueueHostFunc(CUctx_st* ctx, CUstream stream, unsigned int stream_flags, uint64_t after_seq,
+                     HostCall call, void* data);
 
 // Blocks until every pending host function that work on `stream` must follow has returned.
-// Returns CUDA_ERROR_NOT_PERMITTED when called from a host function (which may not call CUDA).
-CUresult WaitForHostFuncs(CUctx_st* ctx, CUstream stream);
+// Returns kNotPermitted when called from a host function (which may not call CUDA).
+Code WaitForHostFuncs(CUctx_st* ctx, CUstream stream);
 // Blocks until every pending host function of `ctx` has returned.
-CUresult WaitForAllHostFuncs(CUctx_st* ctx);
+Code WaitForAllHostFuncs(CUctx_st* ctx);
 // Whether a host function that work on `stream` must follow is still pending (no waiting).
 bool HostFuncsPending(CUctx_st* ctx, CUstream stream);
 

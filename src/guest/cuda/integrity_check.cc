@@ -45,7 +45,7 @@ CUresult GatherDevices(std::vector<IntegrityDevice>* devices) {
 }  // namespace
 
 CUresult IntegrityCheck(uint32_t version, uint64_t unix_seconds, uint64_t out[2]) {
-  PVGPU_API_TRACE("INTEGRITY_CHECK[1]", version << ", " << unix_seconds << ", " << out);
+  PVGPU_SLOT_TRACE("INTEGRITY_CHECK[1]", version << ", " << unix_seconds << ", " << out);
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   IntegrityInputs inputs;
   int driver_version = 0;

@@ -1,26 +1,28 @@
+// Pinned host memory: the lookups copies use, and registration of a region with a host.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
 
-bool FindPinned(const void* p, size_t size, PinnedRegion** region, size_t* offset) {
-  auto& state = DriverState::Get();
-  std::lock_guard<std::mutex> lock(state.mutex());
+PinnedRegion::~PinnedRegion() {
+  if (allocated && base != nullptr) munmap(base, size);
+  if (fd >= 0) close(fd);
+}
+
+Ref<PinnedRegion> FindPinned(const void* p, size_t size, size_t* offset) {
   const auto address = reinterpret_cast<uintptr_t>(p);
-  auto it = state.pinned.upper_bound(address);
-  if (it == state.pinned.begin()) return false;
-  --it;
-  const size_t off = address - it->first;
-  if (off >= it->second->size || size > it->second->size - off) return false;
-  *region = it->second;
-  *offset = off;
-  return true;
+  auto range = objects().pinned.Find(address, size);
+  if (!range.has_value()) return nullptr;
+  *offset = address - range->base;
+  return range->value;
 }
 
 Code RegionOnHost(PinnedRegion* region, Client* client, uint64_t* handle) {
-  auto& state = DriverState::Get();
+  if (region->fd < 0) return Code::kNotSupported;
   {
-    std::lock_guard<std::mutex> lock(state.mutex());
-    if (region->fd < 0) return Code::kNotSupported;
+    MutexLock lock(&region->mutex);
     auto it = region->handles.find(client);
     if (it != region->handles.end()) {
       *handle = it->second;
@@ -30,7 +32,7 @@ Code RegionOnHost(PinnedRegion* region, Client* client, uint64_t* handle) {
   const uint64_t fresh = Client::NewHandle();
   const Code code = client->CreateRegion(region->fd, fresh, region->size, region->flags);
   if (code != Code::kOk) return code;
-  std::lock_guard<std::mutex> lock(state.mutex());
+  MutexLock lock(&region->mutex);
   region->handles[client] = fresh;
   *handle = fresh;
   return Code::kOk;

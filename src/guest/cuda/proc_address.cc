@@ -13,11 +13,8 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "guest/cuda/cuda_api_autogen.h"
 #include "host/version.h"
-
-// cuda.h maps cuGetProcAddress to cuGetProcAddress_v2; both ABIs are exported here.
-#undef cuGetProcAddress
-#undef cuGetProcAddress_v2
 
 namespace pvgpu::guest {
 
@@ -38,7 +35,8 @@ LookupStatus LookupProc(std::string_view base, int version, bool per_thread,
     if (best == nullptr || e->version >= best->version) best = e;
   }
   // A function without a per-thread form (cuMemAlloc) is the same under either flag.
-  const ProcEntry* chosen = per_thread && best_per_thread != nullptr ? best_per_thread : best_legacy;
+  const ProcEntry* chosen =
+      per_thread && best_per_thread != nullptr ? best_per_thread : best_legacy;
   if (chosen == nullptr) return LookupStatus::kVersionNotSufficient;
   *entry = chosen;
   return LookupStatus::kFound;
@@ -46,58 +44,46 @@ LookupStatus LookupProc(std::string_view base, int version, bool per_thread,
 
 }  // namespace pvgpu::guest
 
+namespace pvgpu::guest::api {
+
 namespace {
 
 constexpr cuuint64_t kKnownFlags =
     CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 
-CUresult GetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
-                        CUdriverProcAddressQueryResult* status) {
-  using pvgpu::guest::LookupStatus;
-  PVGPU_TRACE("cuGetProcAddress(" << (symbol ? symbol : "(null)") << ", " << pfn << ", "
-                                  << cuda_version << ", " << flags << ")");
-  if (symbol == nullptr || pfn == nullptr || (flags & ~kKnownFlags) != 0) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+}  // namespace
+
+Code GetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult* symbolStatus) {
+  if ((flags & ~kKnownFlags) != 0) return Code::kInvalidValue;
   // CU_GET_PROC_ADDRESS_DEFAULT follows how the caller was compiled; cuda.h's inline wrapper
   // adds the per-thread flag for per-thread builds, so plain DEFAULT reaching us means legacy.
   const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   *pfn = nullptr;
   // The documented contract: asking for a newer ABI than this driver provides is an error,
   // not a silent downgrade.
-  if (cuda_version > static_cast<int>(pvgpu::host::kCudaDriverVersion)) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  const pvgpu::guest::ProcEntry* entry = nullptr;
-  const LookupStatus found = pvgpu::guest::LookupProc(symbol, cuda_version, per_thread, &entry);
-  if (status != nullptr) {
-    *status = found == LookupStatus::kFound             ? CU_GET_PROC_ADDRESS_SUCCESS
-              : found == LookupStatus::kSymbolNotFound ? CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
-                                                       : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+  if (cudaVersion > static_cast<int>(host::kCudaDriverVersion)) return Code::kInvalidValue;
+  const ProcEntry* entry = nullptr;
+  const LookupStatus found = LookupProc(symbol, cudaVersion, per_thread, &entry);
+  if (symbolStatus != nullptr) {
+    *symbolStatus = found == LookupStatus::kFound ? CU_GET_PROC_ADDRESS_SUCCESS
+                    : found == LookupStatus::kSymbolNotFound
+                        ? CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+                        : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
   }
   if (found != LookupStatus::kFound) {
-    PVGPU_DEBUG("cuGetProcAddress: no " << symbol << " for CUDA " << cuda_version);
-    return CUDA_ERROR_NOT_FOUND;
+    PVGPU_DEBUG("cuGetProcAddress: no " << symbol << " for CUDA " << cudaVersion);
+    return Code::kNotFound;
   }
-  PVGPU_DEBUG("cuGetProcAddress: " << symbol << " for CUDA " << cuda_version << " -> "
-                                    << entry->symbol);
+  PVGPU_DEBUG("cuGetProcAddress: " << symbol << " for CUDA " << cudaVersion << " -> "
+                                   << entry->symbol);
   *pfn = entry->address;
-  return CUDA_SUCCESS;
-}
-
-}  // namespace
-
-extern "C" {
-
-CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
-                                     cuuint64_t flags, CUdriverProcAddressQueryResult* symbolStatus) {
-  return GetProcAddress(symbol, pfn, cudaVersion, flags, symbolStatus);
+  return Code::kOk;
 }
 
 // The CUDA 11.3 ABI, without the status argument.
-CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
-                                  cuuint64_t flags) {
-  return GetProcAddress(symbol, pfn, cudaVersion, flags, nullptr);
+Code GetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+  return GetProcAddress_v2(symbol, pfn, cudaVersion, flags, nullptr);
 }
 
-}  // extern "C"
+}  // namespace pvgpu::guest::api

@@ -1,12 +1,16 @@
 // Loads the built libcuda.so.1 as an application's loader would and checks its export surface:
-// every cuda.h function is there, unimplemented ones answer CUDA_ERROR_NOT_SUPPORTED, and
-// cuGetProcAddress resolves (name, version, flags) to the same symbols as real libcuda.
+// every cuda.h function is there, every function of the declaration list (exports.txt) is
+// implemented and reachable through cuGetProcAddress, unimplemented ones answer
+// CUDA_ERROR_NOT_SUPPORTED, cuGetProcAddress resolves (name, version, flags) to the same
+// symbols as real libcuda, and PVGPU_LOG=trace shows every call under its own name with its
+// result.
 //
-// The expectations are written out here or read from cudaTypedefs.h directly, never taken from
-// the generator's table, so that a generator bug cannot agree with itself.
+// The expectations are written out here or read from cudaTypedefs.h and exports.txt directly,
+// never taken from the generator's output, so that a generator bug cannot agree with itself.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
@@ -17,20 +21,30 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "guest/export_test_support.h"
 
 namespace {
+
+namespace exports_test = pvgpu::guest::exports_test;
 
 using GetProcAddressV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
                                       CUdriverProcAddressQueryResult*);
 using GetProcAddressV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
 
+constexpr cuuint64_t kDefault = CU_GET_PROC_ADDRESS_DEFAULT;
+constexpr cuuint64_t kLegacy = CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+constexpr cuuint64_t kPerThread = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+
 class LibcudaTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
+    log_path_ = exports_test::TraceIntoTemporaryFile();  // read when the library is loaded
+    ASSERT_FALSE(log_path_.empty());
+    setenv("PVGPU_HOST", "unix:/nonexistent-pvgpu-dir/pvgpud.sock", 1);  // no host: no cuInit
     handle_ = dlopen(PVGPU_LIBCUDA_PATH, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
   }
+  static void TearDownTestSuite() { unlink(log_path_.c_str()); }
   static void* Sym(const char* name) { return dlsym(handle_, name); }
   static GetProcAddressV2 GetProc() {
     return reinterpret_cast<GetProcAddressV2>(Sym("cuGetProcAddress_v2"));
@@ -41,7 +55,11 @@ class LibcudaTest : public testing::Test {
     text << in.rdbuf();
     return text.str();
   }
+  static std::vector<std::string> LogLines(const std::string& text) {
+    return exports_test::LinesContaining(log_path_, text);
+  }
   static inline void* handle_ = nullptr;
+  static inline std::string log_path_;
 };
 
 TEST_F(LibcudaTest, ExportsEveryDeclaredFunction) {
@@ -53,6 +71,86 @@ TEST_F(LibcudaTest, ExportsEveryDeclaredFunction) {
     EXPECT_NE(Sym(name.c_str()), nullptr) << name;
   }
   EXPECT_GT(count, 600);  // cuda.h 13 declares about 630 names with the legacy ones
+}
+
+// Every listed function is exported, and is what cuGetProcAddress gives for one of the
+// (name, version) pairs of cudaTypedefs.h and cudaProfilerTypedefs.h.
+TEST_F(LibcudaTest, EveryListedFunctionIsExportedAndFoundByGetProcAddress) {
+  const std::vector<std::string> names = exports_test::DeclaredNames(PVGPU_CUDA_DECLARATION_LIST);
+  ASSERT_GT(names.size(), 130u);
+  std::set<void*> reachable;
+  const std::string text = ReadFile(PVGPU_CUDA_INCLUDE_DIR "/cudaTypedefs.h") +
+                           ReadFile(PVGPU_CUDA_INCLUDE_DIR "/cudaProfilerTypedefs.h");
+  const std::regex pfn(R"(\(CUDAAPI \*PFN_(cu\w+?)_v(\d+)(_ptds|_ptsz)?\)\()");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), pfn); it != std::sregex_iterator();
+       ++it) {
+    void* fn = nullptr;
+    if (GetProc()(std::string((*it)[1]).c_str(), &fn, std::stoi((*it)[2]),
+                  (*it)[3].matched ? kPerThread : kLegacy, nullptr) == CUDA_SUCCESS) {
+      reachable.insert(fn);
+    }
+  }
+  for (const std::string& name : names) {
+    void* fn = Sym(name.c_str());
+    ASSERT_NE(fn, nullptr) << name << " is listed but not exported";
+    EXPECT_TRUE(reachable.count(fn)) << name << " is not found through cuGetProcAddress";
+  }
+}
+
+// PVGPU_LOG=trace: each call under its own ABI name (versioned, legacy and per-thread names
+// included), with its arguments and its result's name.
+TEST_F(LibcudaTest, TracesEveryCallWithItsResult) {
+  using CtxGetCurrent = CUresult (*)(CUcontext*);
+  using LinkCreate = CUresult (*)(unsigned int, CUjit_option*, void**, CUlinkState*);
+  using StreamQuery = CUresult (*)(CUstream);
+  using ErrorName = CUresult (*)(CUresult, const char**);
+  CUcontext ctx = nullptr;
+  EXPECT_EQ(reinterpret_cast<CtxGetCurrent>(Sym("cuCtxGetCurrent"))(&ctx),
+            CUDA_ERROR_NOT_INITIALIZED);
+  CUlinkState link = nullptr;
+  EXPECT_EQ(reinterpret_cast<LinkCreate>(Sym("cuLinkCreate_v2"))(0, nullptr, nullptr, &link),
+            CUDA_ERROR_NOT_INITIALIZED);
+  EXPECT_EQ(reinterpret_cast<LinkCreate>(Sym("cuLinkCreate"))(0, nullptr, nullptr, &link),
+            CUDA_ERROR_NOT_INITIALIZED);
+  EXPECT_EQ(reinterpret_cast<StreamQuery>(Sym("cuStreamQuery_ptsz"))(nullptr),
+            CUDA_ERROR_NOT_INITIALIZED);
+  const char* name = nullptr;
+  EXPECT_EQ(reinterpret_cast<ErrorName>(Sym("cuGetErrorName"))(CUDA_ERROR_INVALID_HANDLE, &name),
+            CUDA_SUCCESS);
+  EXPECT_EQ(
+      reinterpret_cast<ErrorName>(Sym("cuGetErrorString"))(static_cast<CUresult>(123456), &name),
+      CUDA_ERROR_INVALID_VALUE);
+  void* fn = nullptr;
+  EXPECT_EQ(GetProc()("cuMemAlloc", &fn, 12000, kDefault, nullptr), CUDA_SUCCESS);
+
+  std::ostringstream ctx_arg, link_arg;
+  ctx_arg << static_cast<void*>(&ctx);
+  link_arg << static_cast<void*>(&link);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"cuCtxGetCurrent(", "cuCtxGetCurrent(" + ctx_arg.str() + ") -> CUDA_ERROR_NOT_INITIALIZED"},
+      {"cuLinkCreate_v2(",
+       "cuLinkCreate_v2(0, 0, 0, " + link_arg.str() + ") -> CUDA_ERROR_NOT_INITIALIZED"},
+      {"cuLinkCreate(",
+       "cuLinkCreate(0, 0, 0, " + link_arg.str() + ") -> CUDA_ERROR_NOT_INITIALIZED"},
+      {"cuStreamQuery_ptsz(", "cuStreamQuery_ptsz(0x2) -> CUDA_ERROR_NOT_INITIALIZED"},
+      {"cuGetErrorName(", "-> CUDA_SUCCESS"},
+      {"cuGetErrorString(", "cuGetErrorString(123456, "},
+      {"cuGetErrorString(", "-> CUDA_ERROR_INVALID_VALUE"},
+      {"cuGetProcAddress_v2(\"cuMemAlloc\"", ", 12000, 0x0, 0) -> CUDA_SUCCESS"},
+  };
+  exports_test::ExpectTraced(log_path_, expected);
+}
+
+// An unimplemented function warns once; every call is traced.
+TEST_F(LibcudaTest, StubsWarnOnce) {
+  using OneArg = CUresult (*)(void*);
+  auto stub = reinterpret_cast<OneArg>(Sym("cuGraphDestroy"));
+  ASSERT_NE(stub, nullptr);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(stub(nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  const std::vector<std::string> warnings = LogLines("cuGraphDestroy is not supported");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(" W] "), std::string::npos) << warnings[0];
+  EXPECT_EQ(LogLines("cuGraphDestroy() -> CUDA_ERROR_NOT_SUPPORTED").size(), 3u);
 }
 
 // Guests in containers may have no OpenSSL: loading the library must not pull it in (TLS loads
@@ -101,9 +199,9 @@ TEST_F(LibcudaTest, ExportsWhatTheToolkitStubExports) {
 TEST_F(LibcudaTest, ExportsVersionedLegacyAndPerThreadNames) {
   for (const char* name :
        {"cuMemAlloc", "cuMemAlloc_v2", "cuCtxCreate", "cuCtxCreate_v2", "cuCtxCreate_v3",
-        "cuCtxCreate_v4", "cuMemcpyHtoD_v2_ptds", "cuLaunchKernel_ptsz",
-        "cuStreamSynchronize_ptsz", "cuMemsetD8_v2_ptds", "cuGraphCreate", "cuGetProcAddress",
-        "cuGetProcAddress_v2", "cuModuleLoadFatBinary", "cuStreamGetCaptureInfo_v3_ptsz"}) {
+        "cuCtxCreate_v4", "cuMemcpyHtoD_v2_ptds", "cuLaunchKernel_ptsz", "cuStreamSynchronize_ptsz",
+        "cuMemsetD8_v2_ptds", "cuGraphCreate", "cuGetProcAddress", "cuGetProcAddress_v2",
+        "cuModuleLoadFatBinary", "cuStreamGetCaptureInfo_v3_ptsz"}) {
     EXPECT_NE(Sym(name), nullptr) << name;
   }
   // The version script keeps everything else, including pvgpu's own symbols, private.
@@ -143,10 +241,6 @@ struct Expectation {
   cuuint64_t flags;
   const char* symbol;
 };
-
-constexpr cuuint64_t kDefault = CU_GET_PROC_ADDRESS_DEFAULT;
-constexpr cuuint64_t kLegacy = CU_GET_PROC_ADDRESS_LEGACY_STREAM;
-constexpr cuuint64_t kPerThread = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 
 // From cudaTypedefs.h's PFN_<name>_v<version> typedefs and cuda.h's name-mapping macros.
 constexpr Expectation kExpectations[] = {

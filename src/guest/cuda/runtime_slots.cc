@@ -37,13 +37,10 @@ constexpr size_t kSecondCallbackEntries = 64;
 uint64_t g_runtime_callback_flags[kRuntimeCallbackEntries];
 uint64_t g_second_callback_flags[kSecondCallbackEntries];
 
-std::mutex g_primary_mutex;
-std::vector<CUctx_st*>* g_primary_records = new std::vector<CUctx_st*>();  // never freed
-
 }  // namespace
 
 CUresult CudartModuleFromWrapper(CUmodule* module, const void* wrapper) {
-  PVGPU_API_TRACE("CUDART_INTERFACE[1]", module << ", " << wrapper);
+  PVGPU_SLOT_TRACE("CUDART_INTERFACE[1]", module << ", " << wrapper);
   if (module == nullptr || !HasMagic(wrapper, kFatbinWrapperMagic)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -52,9 +49,9 @@ CUresult CudartModuleFromWrapper(CUmodule* module, const void* wrapper) {
 }
 
 CUresult CudartPrimaryContext(CUcontext* ctx, CUdevice device) {
-  PVGPU_API_TRACE("CUDART_INTERFACE[2]", ctx << ", " << device);
+  PVGPU_SLOT_TRACE("CUDART_INTERFACE[2]", ctx << ", " << device);
   auto& state = DriverState::Get();
-  if (CUresult r = state.CheckInit(); r != CUDA_SUCCESS) return r;
+  if (Code code = state.CheckInit(); code != Code::kOk) return ToCu(code);
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (state.device(device) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   *ctx = PrimaryContextRecord(device);
@@ -67,65 +64,42 @@ CUresult CudartModuleFromWrapperEx(CUmodule* module, const void* wrapper, void* 
   return CudartModuleFromWrapper(module, wrapper);
 }
 
-void CudartIgnoreSize(size_t size) { PVGPU_API_TRACE("CUDART_INTERFACE[7]", size); }
+void CudartIgnoreSize(size_t size) { PVGPU_SLOT_TRACE("CUDART_INTERFACE[7]", size); }
 
 CUresult CudartModuleFromFatbin(const void* header, CUmodule* module, void* a, void* b,
                                 unsigned int c) {
-  PVGPU_API_TRACE("CUDART_INTERFACE[8]", header << ", " << module);
+  PVGPU_SLOT_TRACE("CUDART_INTERFACE[8]", header << ", " << module);
   if (!ExtraArgumentsUnused("[8]", a, b, c)) return CUDA_ERROR_NOT_SUPPORTED;
   if (module == nullptr || !HasMagic(header, kFatbinMagic)) return CUDA_ERROR_INVALID_VALUE;
   return cuModuleLoadData(module, header);
 }
 
 CUresult CudartLoadCompilers() {
-  PVGPU_API_TRACE("CUDART_INTERFACE[12]", "");
+  PVGPU_SLOT_TRACE("CUDART_INTERFACE[12]", "");
   return CUDA_SUCCESS;  // PTX is compiled by the host; nothing to load in the guest
 }
 
 void ToolsRuntimeCallbackFlags(void** buffer, size_t* count) {
-  PVGPU_API_TRACE("TOOLS_RUNTIME_CALLBACK_HOOKS[2]", buffer << ", " << count);
+  PVGPU_SLOT_TRACE("TOOLS_RUNTIME_CALLBACK_HOOKS[2]", buffer << ", " << count);
   if (buffer != nullptr) *buffer = g_runtime_callback_flags;
   if (count != nullptr) *count = kRuntimeCallbackEntries;
 }
 
 void ToolsSecondCallbackFlags(void** buffer, size_t* count) {
-  PVGPU_API_TRACE("TOOLS_RUNTIME_CALLBACK_HOOKS[6]", buffer << ", " << count);
+  PVGPU_SLOT_TRACE("TOOLS_RUNTIME_CALLBACK_HOOKS[6]", buffer << ", " << count);
   if (buffer != nullptr) *buffer = g_second_callback_flags;
   if (count != nullptr) *count = kSecondCallbackEntries;
 }
 
 CUresult ContextCheck(CUcontext ctx, uint32_t* result, void** unused) {
-  PVGPU_API_TRACE("CONTEXT_CHECKS[2]", ctx << ", " << result << ", " << unused);
+  PVGPU_SLOT_TRACE("CONTEXT_CHECKS[2]", ctx << ", " << result << ", " << unused);
   if (result != nullptr) *result = 0;  // nothing about the context needs the runtime's attention
   return CUDA_SUCCESS;
 }
 
 uint32_t ContextCheckMode() {
-  PVGPU_API_TRACE("CONTEXT_CHECKS[3]", "");
+  PVGPU_SLOT_TRACE("CONTEXT_CHECKS[3]", "");
   return 0;
-}
-
-CUctx_st* PrimaryContextRecord(CUdevice device) {
-  std::lock_guard<std::mutex> lock(g_primary_mutex);
-  if (g_primary_records->size() <= static_cast<size_t>(device)) {
-    g_primary_records->resize(static_cast<size_t>(device) + 1, nullptr);
-  }
-  CUctx_st*& record = (*g_primary_records)[device];
-  if (record == nullptr) {
-    record = new CUctx_st();
-    record->device = device;
-    record->primary = true;
-  }
-  return record;
-}
-
-bool IsPrimaryContextRecord(CUctx_st* ctx) {
-  if (ctx == nullptr) return false;
-  std::lock_guard<std::mutex> lock(g_primary_mutex);
-  for (CUctx_st* record : *g_primary_records) {
-    if (record == ctx) return true;
-  }
-  return false;
 }
 
 }  // namespace pvgpu::guest

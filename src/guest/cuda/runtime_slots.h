@@ -12,6 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/log.h"
+
+// The trace line of a slot call (PVGPU_LOG=trace), in the form the exports' shells write.
+#define PVGPU_SLOT_TRACE(name, args) PVGPU_TRACE(name << "(" << args << ")")
+
 namespace pvgpu::guest {
 
 // CUDART_INTERFACE.
@@ -40,13 +45,5 @@ uint32_t ContextCheckMode();                                            // [3]
 
 // INTEGRITY_CHECK (integrity_check.cc).
 CUresult IntegrityCheck(uint32_t version, uint64_t unix_seconds, uint64_t out[2]);  // [1]
-
-// The record whose address is `device`'s primary-context handle, created on first use and kept
-// for the life of the process, so that the handle CUDART_INTERFACE[2] gives out before any
-// retain is the one cuDevicePrimaryCtxRetain returns. Device ordinals must be valid.
-CUctx_st* PrimaryContextRecord(CUdevice device);
-// Whether `ctx` is such a record (live or not): cuCtxSetCurrent accepts one before it is
-// retained, as the runtime sets it current first and retains it next.
-bool IsPrimaryContextRecord(CUctx_st* ctx);
 
 }  // namespace pvgpu::guest

@@ -67,17 +67,17 @@ std::vector<Device> ApplyVisibleDevices(std::vector<Device> all) {
 
 }  // namespace
 
-CUresult DriverState::Init(unsigned int flags) {
-  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (initialized_.load()) return CUDA_SUCCESS;
+Code DriverState::Init(unsigned int flags) {
+  if (flags != 0) return Code::kInvalidValue;
+  MutexLock lock(&init_mutex_);
+  if (initialized_.load()) return Code::kOk;
   std::vector<Device> devices;
-  CUresult first_error = CUDA_ERROR_NO_DEVICE;
+  Code first_error = Code::kNoDevice;
   for (Client* client : Client::FromEnvironment()) {
     Status connected = client->Connect();
     if (!connected.ok()) {
-      if (connected.code() != Code::kNoDevice && first_error == CUDA_ERROR_NO_DEVICE) {
-        first_error = ToCu(connected.code());
+      if (connected.code() != Code::kNoDevice && first_error == Code::kNoDevice) {
+        first_error = connected.code();
       }
       continue;
     }
@@ -88,8 +88,8 @@ CUresult DriverState::Init(unsigned int flags) {
       protocol::DeviceGetInfoRequest request;
       request.device = i;
       if (Code code = client->Call(request, {}, &device.info); code != Code::kOk) {
-        init_error_.store(ToCu(code));
-        return ToCu(code);
+        init_error_.store(code);
+        return code;
       }
       devices.push_back(device);
     }
@@ -99,10 +99,14 @@ CUresult DriverState::Init(unsigned int flags) {
     init_error_.store(first_error);
     return first_error;
   }
+  for (size_t i = 0; i < devices.size(); ++i) devices[i].ordinal = static_cast<CUdevice>(i);
   devices_ = std::move(devices);
-  primaries_.assign(devices_.size(), {});
+  {
+    MutexLock primaries_lock(&primaries_mutex);
+    primaries.assign(devices_.size(), {});
+  }
   initialized_.store(true, std::memory_order_release);
-  return CUDA_SUCCESS;
+  return Code::kOk;
 }
 
 std::vector<CUctx_st*>& ContextStack() {
@@ -115,35 +119,35 @@ CUctx_st* CurrentContext() {
   return stack.empty() ? nullptr : stack.back();
 }
 
-bool LiveContext(CUctx_st* ctx) {
-  auto& state = DriverState::Get();
-  std::lock_guard<std::mutex> lock(state.mutex());
-  return ctx != nullptr && state.contexts.count(ctx) != 0;
-}
-
-CUresult CurrentLiveContext(CUctx_st** ctx) {
-  if (CUresult init = DriverState::Get().CheckInit(); init != CUDA_SUCCESS) return init;
+Code CurrentLiveContext(CUctx_st** ctx) {
+  if (Code init = DriverState::Get().CheckInit(); init != Code::kOk) return init;
   CUctx_st* current = CurrentContext();
-  if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!LiveContext(current)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (current == nullptr) return Code::kInvalidContext;
+  if (!LiveContext(current)) return Code::kContextIsDestroyed;
   *ctx = current;
-  return CUDA_SUCCESS;
+  return Code::kOk;
 }
 
-CUresult ResolveStream(CUstream stream, CUctx_st** ctx, uint64_t* wire_handle,
-                       bool after_host_funcs) {
+Code ResolveStream(CUstream stream, StreamRef* out) {
+  out->handle = stream;
   if (IsDefaultStream(stream)) {
-    *wire_handle = 0;
-    if (CUresult r = CurrentLiveContext(ctx); r != CUDA_SUCCESS) return r;
-  } else {
-    auto& state = DriverState::Get();
-    std::lock_guard<std::mutex> lock(state.mutex());
-    if (state.streams.count(stream) == 0) return CUDA_ERROR_INVALID_HANDLE;
-    if (state.contexts.count(stream->ctx) == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    *ctx = stream->ctx;
-    *wire_handle = stream->handle;
+    out->object = nullptr;
+    return CurrentLiveContext(&out->ctx);
   }
-  return after_host_funcs ? WaitForHostFuncs(*ctx, stream) : CUDA_SUCCESS;
+  out->object = objects().streams.Find(stream);
+  if (out->object == nullptr) return Code::kInvalidHandle;
+  if (!LiveContext(out->object->ctx)) return Code::kContextIsDestroyed;
+  out->ctx = out->object->ctx;
+  return Code::kOk;
+}
+
+Code OrderAfterHostFuncs(const StreamRef& stream) {
+  return WaitForHostFuncs(stream.ctx, stream.handle);
+}
+
+Code DefaultStream(StreamRef* out) {
+  if (Code r = ResolveStream(nullptr, out); r != Code::kOk) return r;
+  return OrderAfterHostFuncs(*out);
 }
 
 namespace {
@@ -152,6 +156,13 @@ namespace {
 std::unordered_map<CUctx_st*, uint64_t>& PerThreadSeqs() {
   thread_local std::unordered_map<CUctx_st*, uint64_t> seqs;
   return seqs;
+}
+
+// Raises `value` to `seq`: submissions from several threads may note theirs out of order.
+void RaiseTo(std::atomic<uint64_t>& value, uint64_t seq) {
+  uint64_t seen = value.load(std::memory_order_relaxed);
+  while (seen < seq && !value.compare_exchange_weak(seen, seq, std::memory_order_relaxed)) {
+  }
 }
 
 }  // namespace
@@ -164,32 +175,18 @@ void WriteJitLog(const std::string& log, char* buffer, size_t size, void** size_
   if (size_slot != nullptr) *size_slot = reinterpret_cast<void*>(uintptr_t{n + 1});
 }
 
-void NoteSubmitted(CUctx_st* ctx, CUstream stream, uint64_t seq) {
-  if (stream == CU_STREAM_PER_THREAD) PerThreadSeqs()[ctx] = seq;
-  auto& state = DriverState::Get();
-  std::lock_guard<std::mutex> lock(state.mutex());
-  ctx->last_seq = seq;
-  if (!IsDefaultStream(stream) && state.streams.count(stream) != 0) {
-    stream->last_seq = seq;
-  }
+void NoteSubmitted(const StreamRef& stream, uint64_t seq) {
+  if (stream.handle == CU_STREAM_PER_THREAD) PerThreadSeqs()[stream.ctx] = seq;
+  RaiseTo(stream.ctx->last_seq, seq);
+  if (stream.object != nullptr) RaiseTo(stream.object->last_seq, seq);
 }
+
+void NoteSubmitted(CUctx_st* ctx, uint64_t seq) { RaiseTo(ctx->last_seq, seq); }
 
 uint64_t PerThreadStreamSeq(CUctx_st* ctx) {
   auto& seqs = PerThreadSeqs();
   auto it = seqs.find(ctx);
   return it == seqs.end() ? 0 : it->second;
-}
-
-bool FindAllocation(CUdeviceptr dptr, size_t size, CUctx_st** owner) {
-  auto& state = DriverState::Get();
-  std::lock_guard<std::mutex> lock(state.mutex());
-  auto it = state.allocations.upper_bound(dptr);
-  if (it == state.allocations.begin()) return false;
-  --it;
-  const size_t offset = dptr - it->first;
-  if (offset >= it->second.first || size > it->second.first - offset) return false;
-  if (owner != nullptr) *owner = it->second.second;
-  return true;
 }
 
 }  // namespace pvgpu::guest

@@ -7,12 +7,11 @@
 namespace pvgpu::guest {
 
 int NotSupported(const char* name, OnceFlag* once) {
-  // A busy program may call an unsupported function in a loop; one line per name is enough to
-  // find what a new client needs, and PVGPU_LOG=trace still shows every call.
+  // A busy program may call an unsupported function in a loop; one warning per name is enough
+  // to find what a new client needs, and PVGPU_LOG=trace still shows every call.
+  PVGPU_TRACE(name << "() -> CUDA_ERROR_NOT_SUPPORTED");
   if (!once->exchange(true, std::memory_order_relaxed)) {
     PVGPU_WARN(name << " is not supported by pvgpu");
-  } else {
-    PVGPU_TRACE(name << "() -> CUDA_ERROR_NOT_SUPPORTED");
   }
   return CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -4,11 +4,10 @@
 #include <vector>
 
 #include "guest/nvml/nvml_api.h"
+#include "guest/nvml/nvml_api_autogen.h"
 #include "guest/nvml/state.h"
-#include "guest/nvml/trace.h"
 
-using pvgpu::guest::nvml::SessionView;
-using pvgpu::guest::nvml::State;
+namespace pvgpu::guest::nvml {
 
 namespace {
 
@@ -39,14 +38,9 @@ nvmlReturn_t RunningProcesses(nvmlDevice_st* device, std::vector<Process>* out) 
 // that is too small (including the 0 used to ask for the count) is INSUFFICIENT_SIZE unless
 // there are no processes at all.
 template <typename Info>
-nvmlReturn_t GetComputeRunningProcesses(const char* name, nvmlDevice_t handle,
-                                        unsigned int* infoCount, Info* infos) {
-  PVGPU_NVML_TRACE(name, handle, infoCount, infos);
-  nvmlDevice_st* device;
-  if (nvmlReturn_t r = State::Get().Lookup(handle, &device); r != NVML_SUCCESS) return r;
-  if (infoCount == nullptr || (infos == nullptr && *infoCount != 0)) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
+nvmlReturn_t GetComputeRunningProcesses(nvmlDevice_st* device, unsigned int* infoCount,
+                                        Info* infos) {
+  if (infos == nullptr && *infoCount != 0) return NVML_ERROR_INVALID_ARGUMENT;
   std::vector<Process> processes;
   if (nvmlReturn_t r = RunningProcesses(device, &processes); r != NVML_SUCCESS) return r;
   const unsigned capacity = *infoCount;
@@ -67,54 +61,41 @@ nvmlReturn_t GetComputeRunningProcesses(const char* name, nvmlDevice_t handle,
 
 }  // namespace
 
-extern "C" {
+namespace api {
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
-                                                     nvmlProcessInfo_t* infos) {
-  return GetComputeRunningProcesses("nvmlDeviceGetComputeRunningProcesses_v3", device, infoCount,
-                                    infos);
+nvmlReturn_t DeviceGetComputeRunningProcesses_v3(nvmlDevice_st* device, unsigned int* infoCount,
+                                                 nvmlProcessInfo_t* infos) {
+  return GetComputeRunningProcesses(device, infoCount, infos);
 }
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
-                                                     nvmlProcessInfo_v2_t* infos) {
-  return GetComputeRunningProcesses("nvmlDeviceGetComputeRunningProcesses_v2", device, infoCount,
-                                    infos);
+nvmlReturn_t DeviceGetComputeRunningProcesses_v2(nvmlDevice_st* device, unsigned int* infoCount,
+                                                 nvmlProcessInfo_v2_t* infos) {
+  return GetComputeRunningProcesses(device, infoCount, infos);
 }
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
-                                                  nvmlProcessInfo_v1_t* infos) {
-  return GetComputeRunningProcesses("nvmlDeviceGetComputeRunningProcesses", device, infoCount,
-                                    infos);
+nvmlReturn_t DeviceGetComputeRunningProcesses(nvmlDevice_st* device, unsigned int* infoCount,
+                                              nvmlProcessInfo_v1_t* infos) {
+  return GetComputeRunningProcesses(device, infoCount, infos);
 }
 
 // NOT_SUPPORTED, as NVML answers for GPUs that cannot be partitioned: no pvgpu adapter can.
-nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t handle, unsigned int* currentMode,
-                                  unsigned int* pendingMode) {
-  PVGPU_NVML_TRACE("nvmlDeviceGetMigMode", handle, currentMode, pendingMode);
-  nvmlDevice_st* device;
-  if (nvmlReturn_t r = State::Get().Lookup(handle, &device); r != NVML_SUCCESS) return r;
-  if (currentMode == nullptr || pendingMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+nvmlReturn_t DeviceGetMigMode(nvmlDevice_st* device, unsigned int* currentMode,
+                              unsigned int* pendingMode) {
   return NVML_ERROR_NOT_SUPPORTED;
 }
 
 // NOT_SUPPORTED: the host reports no sensor for its adapters (the cpu adapter's "device" is
 // the host's processors, whose temperature is the host's business, not this GPU's).
-nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t handle, nvmlTemperatureSensors_t sensorType,
-                                      unsigned int* temp) {
-  PVGPU_NVML_TRACE("nvmlDeviceGetTemperature", handle, static_cast<int>(sensorType), temp);
-  nvmlDevice_st* device;
-  if (nvmlReturn_t r = State::Get().Lookup(handle, &device); r != NVML_SUCCESS) return r;
-  if (temp == nullptr || sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+nvmlReturn_t DeviceGetTemperature(nvmlDevice_st* device, nvmlTemperatureSensors_t sensorType,
+                                  unsigned int* temp) {
+  if (sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
   return NVML_ERROR_NOT_SUPPORTED;
 }
 
 // NOT_SUPPORTED: no adapter's power draw is measured (see nvmlDeviceGetTemperature).
-nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t handle, unsigned int* power) {
-  PVGPU_NVML_TRACE("nvmlDeviceGetPowerUsage", handle, power);
-  nvmlDevice_st* device;
-  if (nvmlReturn_t r = State::Get().Lookup(handle, &device); r != NVML_SUCCESS) return r;
-  if (power == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+nvmlReturn_t DeviceGetPowerUsage(nvmlDevice_st* device, unsigned int* power) {
   return NVML_ERROR_NOT_SUPPORTED;
 }
 
-}  // extern "C"
+}  // namespace api
+}  // namespace pvgpu::guest::nvml

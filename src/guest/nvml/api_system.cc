@@ -2,15 +2,15 @@
 #include <cstring>
 #include <string>
 
+#include "common/api_trace.h"
 #include "common/log.h"
 #include "guest/client/client.h"
 #include "guest/nvml/nvml_api.h"
+#include "guest/nvml/nvml_api_autogen.h"
 #include "guest/nvml/state.h"
-#include "guest/nvml/trace.h"
 #include "host/version.h"
 
-using pvgpu::guest::nvml::CopyString;
-using pvgpu::guest::nvml::State;
+namespace pvgpu::guest::nvml {
 
 namespace {
 
@@ -27,51 +27,7 @@ std::string DriverVersionNumber(const std::string& host_version) {
   return space == std::string::npos ? host_version : host_version.substr(space + 1);
 }
 
-// Works without nvmlInit, as NVML's (which asks libcuda) does. Before nvmlInit the first host
-// in PVGPU_HOST that answers is asked; with none reachable it is LIBRARY_NOT_FOUND, NVML's
-// answer when it cannot load libcuda.
-nvmlReturn_t CudaDriverVersion(int* version) {
-  if (version == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  State& state = State::Get();
-  if (state.CheckInit() == NVML_SUCCESS && state.driver_version() != 0) {
-    *version = state.driver_version();
-    return NVML_SUCCESS;
-  }
-  for (pvgpu::guest::Client* client : pvgpu::guest::Client::FromEnvironment()) {
-    if (client->Connect().ok()) {
-      *version = static_cast<int>(client->hello().driver_version);
-      return NVML_SUCCESS;
-    }
-  }
-  return NVML_ERROR_LIBRARY_NOT_FOUND;
-}
-
-}  // namespace
-
-extern "C" {
-
-nvmlReturn_t nvmlInit_v2(void) {
-  PVGPU_NVML_TRACE("nvmlInit_v2");
-  return State::Get().Init(0);
-}
-
-nvmlReturn_t nvmlInit(void) {
-  PVGPU_NVML_TRACE("nvmlInit");
-  return State::Get().Init(0);
-}
-
-nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
-  PVGPU_NVML_TRACE("nvmlInitWithFlags", flags);
-  return State::Get().Init(flags);
-}
-
-nvmlReturn_t nvmlShutdown(void) {
-  PVGPU_NVML_TRACE("nvmlShutdown");
-  return State::Get().Shutdown();
-}
-
-const char* nvmlErrorString(nvmlReturn_t result) {
-  PVGPU_NVML_TRACE("nvmlErrorString", static_cast<int>(result));
+const char* ErrorString(nvmlReturn_t result) {
   switch (result) {
     case NVML_SUCCESS:
       return "Success";
@@ -140,30 +96,56 @@ const char* nvmlErrorString(nvmlReturn_t result) {
   return "Unknown Error";
 }
 
-nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
-  PVGPU_NVML_TRACE("nvmlSystemGetDriverVersion", version, length);
-  State& state = State::Get();
-  if (nvmlReturn_t init = state.CheckInit(); init != NVML_SUCCESS) return init;
-  return CopyString(DriverVersionNumber(state.host_version()), version, length);
+}  // namespace
+
+namespace api {
+
+nvmlReturn_t Init_v2() { return State::Get().Init(0); }
+
+nvmlReturn_t InitWithFlags(unsigned int flags) { return State::Get().Init(flags); }
+
+nvmlReturn_t Shutdown() { return State::Get().Shutdown(); }
+
+nvmlReturn_t SystemGetDriverVersion(char* version, unsigned int length) {
+  return CopyString(DriverVersionNumber(State::Get().host_version()), version, length);
 }
 
 // "13.0.1.0": the CUDA major version, then the driver's version, as NVML composes it. Works
 // without nvmlInit, as NVML's does: it describes this library, not a host.
-nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
-  PVGPU_NVML_TRACE("nvmlSystemGetNVMLVersion", version, length);
-  return CopyString(std::to_string(pvgpu::host::kCudaDriverVersion / 1000) + "." +
-                        DriverVersionNumber(pvgpu::host::kVersionString),
+nvmlReturn_t SystemGetNVMLVersion(char* version, unsigned int length) {
+  return CopyString(std::to_string(host::kCudaDriverVersion / 1000) + "." +
+                        DriverVersionNumber(host::kVersionString),
                     version, length);
 }
 
-nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* cudaDriverVersion) {
-  PVGPU_NVML_TRACE("nvmlSystemGetCudaDriverVersion", cudaDriverVersion);
-  return CudaDriverVersion(cudaDriverVersion);
+// Works without nvmlInit, as NVML's (which asks libcuda) does. Before nvmlInit the first host
+// in PVGPU_HOST that answers is asked; with none reachable it is LIBRARY_NOT_FOUND, NVML's
+// answer when it cannot load libcuda.
+nvmlReturn_t SystemGetCudaDriverVersion(int* cudaDriverVersion) {
+  State& state = State::Get();
+  if (state.CheckInit() == NVML_SUCCESS && state.driver_version() != 0) {
+    *cudaDriverVersion = state.driver_version();
+    return NVML_SUCCESS;
+  }
+  for (Client* client : Client::FromEnvironment()) {
+    if (client->Connect().ok()) {
+      *cudaDriverVersion = static_cast<int>(client->hello().driver_version);
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_LIBRARY_NOT_FOUND;
 }
 
-nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* cudaDriverVersion) {
-  PVGPU_NVML_TRACE("nvmlSystemGetCudaDriverVersion_v2", cudaDriverVersion);
-  return CudaDriverVersion(cudaDriverVersion);
-}
+}  // namespace api
+}  // namespace pvgpu::guest::nvml
 
-}  // extern "C"
+// Written by hand (exports.txt says `hand`): it returns a string, not an nvmlReturn_t.
+extern "C" const char* nvmlErrorString(nvmlReturn_t result) {
+  const char* text = pvgpu::guest::nvml::ErrorString(result);
+  if (pvgpu::log::Enabled(pvgpu::log::Level::kTrace)) {
+    pvgpu::log::CallTrace("nvmlErrorString")
+        .Value(result)
+        .Result(("\"" + std::string(text) + "\"").c_str());
+  }
+  return text;
+}

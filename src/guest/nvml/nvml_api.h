@@ -4,9 +4,9 @@
 // byte for byte; the static_asserts pin the sizes on LP64 Linux. Plain C as well as C++, like
 // nvml.h, so that C test programs use it too.
 //
-// Implementors: a new call needs its prototype here, a definition in an api_*.cc file (which
-// overrides the weak NOT_SUPPORTED stub generated from nvml_functions.txt), and its name in
-// nvml_functions.txt if it is not there yet.
+// Implementors: a new call needs its prototype here, a line in exports.txt (the kinds of its
+// parameters), its body pvgpu::guest::nvml::api::Name in an api_*.cc file, and its name in
+// nvml_functions.txt if it is not there yet (docs/guest.md).
 #pragma once
 
 #include <stddef.h>

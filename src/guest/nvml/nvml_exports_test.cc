@@ -1,5 +1,6 @@
 // Loads the built libnvidia-ml.so.1 with dlopen, as NVML clients (nvidia-smi-like tools, the
-// Kubernetes device plugin, pynvml) do, and checks its exports and the calls that need no host.
+// Kubernetes device plugin, pynvml) do, and checks its exports, the calls that need no host,
+// and the trace PVGPU_LOG=trace writes of every call.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -7,10 +8,15 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "guest/export_test_support.h"
+
 namespace {
+
+namespace exports_test = pvgpu::guest::exports_test;
 
 // Values of nvmlReturn_t (NVIDIA's NVML API reference), spelled out here because this test
 // must see the library only through dlsym.
@@ -36,8 +42,15 @@ class NvmlExportsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     // No host: nothing listens here, so every host-backed call must fail cleanly.
     setenv("PVGPU_HOST", "unix:/nonexistent-pvgpu-dir/pvgpud.sock", 1);
+    log_path_ = exports_test::TraceIntoTemporaryFile();  // read when the library is loaded
+    ASSERT_FALSE(log_path_.empty());
     handle_ = dlopen(PVGPU_LIBNVML_PATH, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
+  }
+  static void TearDownTestSuite() { unlink(log_path_.c_str()); }
+
+  static std::vector<std::string> LogLines(const std::string& text) {
+    return exports_test::LinesContaining(log_path_, text);
   }
 
   template <typename Fn>
@@ -48,9 +61,11 @@ class NvmlExportsTest : public ::testing::Test {
   }
 
   static void* handle_;
+  static std::string log_path_;
 };
 
 void* NvmlExportsTest::handle_ = nullptr;
+std::string NvmlExportsTest::log_path_;
 
 TEST_F(NvmlExportsTest, EveryListedFunctionIsExported) {
   const std::vector<std::string> names = ListedNames();
@@ -60,6 +75,38 @@ TEST_F(NvmlExportsTest, EveryListedFunctionIsExported) {
   for (const std::string& name : names) {
     EXPECT_NE(dlsym(handle_, name.c_str()), nullptr) << name << " is not exported";
   }
+}
+
+TEST_F(NvmlExportsTest, EveryDeclaredFunctionIsExportedAndNamed) {
+  const std::vector<std::string> names = exports_test::DeclaredNames(PVGPU_NVML_DECLARATION_LIST);
+  ASSERT_GT(names.size(), 25u);
+  const std::vector<std::string> all = ListedNames();
+  const std::set<std::string> known(all.begin(), all.end());
+  for (const std::string& name : names) {
+    EXPECT_NE(dlsym(handle_, name.c_str()), nullptr) << name << " is not exported";
+    EXPECT_TRUE(known.count(name)) << name << " is not in nvml_functions.txt";
+  }
+}
+
+// PVGPU_LOG=trace: each call under its own name (aliases included), with its result's name.
+TEST_F(NvmlExportsTest, TracesEveryCallWithItsResult) {
+  unsigned count = 0;
+  EXPECT_EQ(Get<int (*)(unsigned*)>("nvmlDeviceGetCount")(&count), kUninitialized);
+  EXPECT_EQ(Get<int (*)(unsigned*)>("nvmlDeviceGetCount_v2")(nullptr), kUninitialized);
+  char text[80];
+  EXPECT_EQ(Get<int (*)(char*, unsigned)>("nvmlSystemGetNVMLVersion")(text, sizeof(text)),
+            kSuccess);
+  EXPECT_STREQ(Get<const char* (*)(int)>("nvmlErrorString")(kNotSupported), "Not Supported");
+  std::ostringstream count_arg;
+  count_arg << static_cast<void*>(&count);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"nvmlDeviceGetCount(",
+       "nvmlDeviceGetCount(" + count_arg.str() + ") -> NVML_ERROR_UNINITIALIZED"},
+      {"nvmlDeviceGetCount_v2(", "nvmlDeviceGetCount_v2(0) -> NVML_ERROR_UNINITIALIZED"},
+      {"nvmlSystemGetNVMLVersion(", ", 80) -> NVML_SUCCESS"},
+      {"nvmlErrorString(", "nvmlErrorString(3) -> \"Not Supported\""},
+  };
+  exports_test::ExpectTraced(log_path_, expected);
 }
 
 TEST_F(NvmlExportsTest, ExportsNothingButNvml) {
@@ -126,6 +173,9 @@ TEST_F(NvmlExportsTest, UnimplementedCallsAreNotSupported) {
                            "nvmlDeviceGetClockInfo"}) {
     EXPECT_EQ(Get<int (*)()>(name)(), kNotSupported) << name;
     EXPECT_EQ(Get<int (*)()>(name)(), kNotSupported) << name << " (second call)";
+    // Warned about once, traced every time.
+    EXPECT_EQ(LogLines(std::string(name) + " is not supported").size(), 1u) << name;
+    EXPECT_EQ(LogLines(std::string(name) + "(...) -> NVML_ERROR_NOT_SUPPORTED").size(), 2u) << name;
   }
 }
 

@@ -24,7 +24,7 @@ nvmlDevice_st* State::RecordFor(Client* client, int remote_index) {
 }
 
 nvmlReturn_t State::Init(unsigned flags) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (refcount_ > 0) {
     ++refcount_;
     return NVML_SUCCESS;
@@ -63,19 +63,19 @@ nvmlReturn_t State::Init(unsigned flags) {
 }
 
 nvmlReturn_t State::Shutdown() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (refcount_ == 0) return NVML_ERROR_UNINITIALIZED;
   if (--refcount_ == 0) devices_.clear();
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t State::CheckInit() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return refcount_ > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
 }
 
 nvmlReturn_t State::Lookup(nvmlDevice_t handle, nvmlDevice_st** device) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (refcount_ == 0) return NVML_ERROR_UNINITIALIZED;
   if (handle == nullptr || std::find(devices_.begin(), devices_.end(), handle) == devices_.end()) {
     return NVML_ERROR_INVALID_ARGUMENT;
@@ -85,7 +85,7 @@ nvmlReturn_t State::Lookup(nvmlDevice_t handle, nvmlDevice_st** device) {
 }
 
 std::vector<nvmlDevice_st*> State::Devices() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return devices_;
 }
 
@@ -112,12 +112,12 @@ nvmlReturn_t State::Refresh(nvmlDevice_st* device, AdapterView* adapter,
 }
 
 std::string State::host_version() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return host_version_;
 }
 
 int State::driver_version() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return driver_version_;
 }
 

@@ -8,10 +8,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "guest/nvml/host_view.h"
 #include "guest/nvml/nvml_api.h"
 
@@ -37,15 +37,15 @@ class State {
   // nvmlInit* semantics: the first successful call connects to the hosts and lists the
   // devices; later ones only count. NVML_ERROR_DRIVER_NOT_LOADED when no host answers (or none
   // has an adapter and NVML_INIT_FLAG_NO_GPUS is not given).
-  nvmlReturn_t Init(unsigned flags);
+  nvmlReturn_t Init(unsigned flags) EXCLUDES(mutex_);
   // NVML_ERROR_UNINITIALIZED when not initialized; the last call forgets the devices.
-  nvmlReturn_t Shutdown();
+  nvmlReturn_t Shutdown() EXCLUDES(mutex_);
 
-  nvmlReturn_t CheckInit();
+  nvmlReturn_t CheckInit() EXCLUDES(mutex_);
   // The validated record behind a handle: UNINITIALIZED, or INVALID_ARGUMENT for a handle we
   // did not give out (or one from before a re-init that no longer exists).
-  nvmlReturn_t Lookup(nvmlDevice_t handle, nvmlDevice_st** device);
-  std::vector<nvmlDevice_st*> Devices();
+  nvmlReturn_t Lookup(nvmlDevice_t handle, nvmlDevice_st** device) EXCLUDES(mutex_);
+  std::vector<nvmlDevice_st*> Devices() EXCLUDES(mutex_);
 
   // The host's current view of `device`'s adapter and of the sessions that use it (memory and
   // utilization change, so these are asked for each time). GPU_IS_LOST when the host is gone.
@@ -53,19 +53,19 @@ class State {
                        std::vector<SessionView>* sessions);
 
   // From the first host that answered at nvmlInit.
-  std::string host_version();
-  int driver_version();
+  std::string host_version() EXCLUDES(mutex_);
+  int driver_version() EXCLUDES(mutex_);
 
  private:
   State() = default;
-  nvmlDevice_st* RecordFor(Client* client, int remote_index);
+  nvmlDevice_st* RecordFor(Client* client, int remote_index) REQUIRES(mutex_);
 
-  std::mutex mutex_;
-  int refcount_ = 0;
-  std::vector<nvmlDevice_st*> devices_;
-  std::vector<std::unique_ptr<nvmlDevice_st>> records_;
-  std::string host_version_;
-  int driver_version_ = 0;
+  Mutex mutex_;
+  int refcount_ GUARDED_BY(mutex_) = 0;
+  std::vector<nvmlDevice_st*> devices_ GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<nvmlDevice_st>> records_ GUARDED_BY(mutex_);
+  std::string host_version_ GUARDED_BY(mutex_);
+  int driver_version_ GUARDED_BY(mutex_) = 0;
 };
 
 // Maps a pvgpu error from talking to a host to the NVML code a caller should see.

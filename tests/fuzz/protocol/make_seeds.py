@@ -176,6 +176,21 @@ def main():
         "bad_frames": seed(4, b"", b"\1\0\0", hello + b"extra", request("Print", b"hi")),
         "description": seed(4, struct.pack("<I", 1) + struct.pack("<I", 4) + b"axpi"),
         "goodbye": seed(1, hello, request("Goodbye")),
+        # The fuzzer's session allows 4 streams: 2 more are refused, one of them is used and
+        # one destroyed, then creations go on until the refusals run out and the session ends.
+        "limits": seed(1, hello, ctx,
+                       *[request("StreamCreate", ctx=16, stream=100 + i) for i in range(6)],
+                       request("StreamSynchronize", ctx=16, stream=104),
+                       request("StreamDestroy", ctx=16, stream=105),
+                       request("CtxSynchronize", ctx=16),
+                       *[request("StreamCreate", ctx=16, stream=200 + i) for i in range(6)]),
+        # Another context's stream, and a module's handle used as a stream: both name nothing.
+        "foreign_handles": seed(1, hello, ctx, request("CtxCreate", ctx=17, device=0),
+                                request("StreamCreate", ctx=16, stream=7),
+                                request("StreamSynchronize", ctx=17, stream=7),
+                                request("ModuleLoad", PTX + b"\0", ctx=16, module=5,
+                                        image_kind=1, log_limit=64),
+                                request("StreamSynchronize", ctx=16, stream=5)),
     }
     for name, data in seeds.items():
         with open(os.path.join(HERE, name + ".bin"), "wb") as f:

@@ -1,8 +1,9 @@
-// The session's deferred completion fence with asynchronous adapters: messages on an
-// asynchronous context are done only when the adapter says so, contexts complete out of order,
-// and the published fence never passes a message still in flight nor moves backwards.
-// A real Session over an in-process channel; the adapter is a fake whose completions the test
-// fires by hand, so the order is chosen, not timed.
+// A session over an asynchronous adapter: messages on an asynchronous context are done only
+// when the adapter says so, contexts complete out of order, and the published fence never
+// passes a message still in flight nor moves backwards. A real Session over an in-process
+// channel; the adapter is a test-only one because the real asynchronous adapter (cuda) needs
+// a GPU, and because its completions must be fired by hand so that their order is chosen by
+// the test, not timed.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -33,11 +34,11 @@ class FakeAsyncContext final : public adapters::Context {
   Status Memset(uint64_t, uint64_t, uint32_t, uint32_t, uint64_t, uint64_t) override {
     return Status::Ok();
   }
-  // Not marked override: the host-memory hooks land in adapter.h separately.
-  StatusOr<uint64_t> MapHostMemory(uint8_t*, uint64_t) { return Error(Code::kNotSupported, ""); }
-  Status UnmapHostMemory(uint64_t) { return Status::Ok(); }
-  StatusOr<std::unique_ptr<adapters::Module>> LoadModule(adapters::ImageKind,
-                                                         std::span<const uint8_t>, std::string*,
+  StatusOr<uint64_t> MapHostMemory(uint8_t*, uint64_t) override {
+    return Error(Code::kNotSupported, "");
+  }
+  Status UnmapHostMemory(uint64_t) override { return Status::Ok(); }
+  StatusOr<std::unique_ptr<adapters::Module>> LoadModule(const adapters::ModuleImage&, std::string*,
                                                          std::string*) override {
     return Error(Code::kNotSupported, "fake");
   }
@@ -76,7 +77,7 @@ class FakeAsyncAdapter final : public adapters::Adapter {
   std::deque<Callbacks> pending_;  // stable addresses
 };
 
-class DeferredFenceTest : public ::testing::Test {
+class SessionAsyncTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto [guest, host] = transport::CreateInProcessPair();
@@ -126,7 +127,7 @@ class DeferredFenceTest : public ::testing::Test {
   uint64_t seq_ = 0;
 };
 
-TEST_F(DeferredFenceTest, FenceWaitsForTheOldestUnfinishedMessage) {
+TEST_F(SessionAsyncTest, FenceWaitsForTheOldestUnfinishedMessage) {
   protocol::HelloRequest hello;
   hello.protocol_version = protocol::kProtocolVersion;
   Call(hello);  // seq 1
@@ -162,7 +163,7 @@ TEST_F(DeferredFenceTest, FenceWaitsForTheOldestUnfinishedMessage) {
   EXPECT_EQ(guest_->ReadFence(), 8u);
 }
 
-TEST_F(DeferredFenceTest, ReplyOfAnAsynchronousContextDoesNotPublishItsOwnSeq) {
+TEST_F(SessionAsyncTest, ReplyOfAnAsynchronousContextDoesNotPublishItsOwnSeq) {
   protocol::HelloRequest hello;
   hello.protocol_version = protocol::kProtocolVersion;
   Call(hello);

@@ -1,3 +1,5 @@
+#include "protocol/module_description.h"
+
 #include "protocol/wire.h"
 
 namespace pvgpu::protocol {

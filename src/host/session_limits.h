@@ -1,0 +1,39 @@
+// Per-session limits on the number of objects of each kind a guest may hold at once. They bound
+// what one session can make the daemon keep in host memory (table entries, adapter contexts,
+// parsed modules, mappings) however it behaves; device memory has its own quota
+// (SessionPolicy::memory_quota). A creation past a limit is refused with CUDA_ERROR_OUT_OF_MEMORY:
+// the result every one of these calls documents for exhausted resources, so programs already
+// handle it (CUDA has no "too many objects" result, and INVALID_VALUE would blame the caller's
+// arguments).
+//
+// Set per listener: pvgpud --limits, the config file's "limits" (host/config.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace pvgpu::host {
+
+struct SessionLimits {
+  // The defaults are far above what real programs hold (PyTorch keeps tens of streams and a
+  // few hundred modules per device) and small enough that a session at every limit costs the
+  // daemon tens of MiB of tables, not gigabytes.
+  uint64_t contexts = 64;   // each may be a real CUDA context on a cuda adapter
+  uint64_t modules = 4096;  // counted across the session's contexts, as are the kinds below
+  uint64_t streams = 4096;
+  uint64_t events = 65536;
+  uint64_t regions = 4096;        // pinned host regions (each an mmap of a guest memfd)
+  uint64_t allocations = 262144;  // device allocations, module globals and mapped regions
+};
+
+// "streams=256,events=1024": sets the named limits, leaving the others as they are. Each value
+// is a positive integer. Errors name the offending item.
+Status ParseSessionLimits(const std::string& text, SessionLimits* limits);
+// The limit named `name` ("contexts", "modules", ...), or nullptr for an unknown name.
+uint64_t* FindLimit(SessionLimits& limits, const std::string& name);
+// The names, for messages: "contexts, modules, streams, events, regions, allocations".
+std::string LimitNames();
+
+}  // namespace pvgpu::host

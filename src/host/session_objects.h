@@ -1,0 +1,103 @@
+// The objects a session holds for its guest, one type per kind, and the budgets that cap how
+// many of each it may hold (session_limits.h). Handles name them in the session's typed stores
+// (handle_store.h): contexts and pinned regions in the session, modules, streams and events in
+// their context, so a handle of another context or another kind names nothing there.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "adapters/adapter.h"
+#include "common/range_map.h"
+#include "host/fault_accounting.h"
+#include "host/handle_store.h"
+#include "host/session_limits.h"
+
+namespace pvgpu::host {
+
+// One budget per kind, shared by every store of that kind in the session.
+struct SessionBudgets {
+  explicit SessionBudgets(const SessionLimits& limits)
+      : contexts(limits.contexts),
+        modules(limits.modules),
+        streams(limits.streams),
+        events(limits.events),
+        regions(limits.regions),
+        allocations(limits.allocations) {}
+  ObjectBudget contexts, modules, streams, events, regions, allocations;
+};
+
+// Pinned host memory: a guest's sealed memfd mapped into the daemon (unmapped on destruction).
+class Region {
+ public:
+  Region(uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+  ~Region();
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+
+  uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  // Whether [offset, offset + size) lies inside, without overflow.
+  bool Holds(uint64_t offset, uint64_t size) const {
+    return offset <= size_ && size <= size_ - offset;
+  }
+
+ private:
+  uint8_t* const data_;
+  const uint64_t size_;
+};
+
+struct Stream {
+  uint32_t flags = 0;
+  int32_t priority = 0;
+};
+
+struct Event {
+  bool recorded = false;
+  int64_t timestamp_ns = 0;
+  // Asynchronous adapters: set when the work before the record has completed (an adapter
+  // thread writes it, hence shared and atomic); timestamp_ns is only the submission time.
+  std::shared_ptr<std::atomic<int64_t>> completed_ns;
+};
+
+// One guest context on an adapter, and the objects that live in it.
+class ContextState {
+ public:
+  ContextState(SessionBudgets& budgets, uint32_t device, std::unique_ptr<adapters::Context> impl);
+  // Cancels running work, then frees the modules before the adapter context that holds them
+  // (the members are declared in that order) and with it every allocation.
+  ~ContextState();
+  ContextState(const ContextState&) = delete;
+  ContextState& operator=(const ContextState&) = delete;
+
+  // The device ranges the guest may name in this context: its allocations, the globals of its
+  // modules and the regions mapped into it. False, adding nothing, when the session's budget
+  // of allocations is spent.
+  bool AddAllocation(uint64_t base, uint64_t size, bool module_owned);
+  void EraseAllocation(uint64_t base);
+  // Whether [address, address + size) lies inside one of them.
+  bool InAllocation(uint64_t address, uint64_t size) const {
+    return allocations_.Contains(address, size);
+  }
+  // Whether `base` starts an allocation cuMemFree may free (not a global, not a mapping).
+  bool FreeableAt(uint64_t base) const;
+
+  const uint32_t device;  // index in the session's adapters
+  std::unique_ptr<adapters::Context> impl;
+  ContextErrors errors;
+  HandleStore<std::unique_ptr<adapters::Module>> modules;
+  HandleStore<Stream> streams;
+  HandleStore<Event> events;
+  std::unordered_map<uint64_t, uint64_t> mapped_regions;  // region handle -> device address
+
+ private:
+  struct Allocation {
+    bool module_owned;  // a module's global or a mapped region: not freed by cuMemFree
+  };
+  ObjectBudget& allocation_budget_;
+  RangeMap<Allocation> allocations_;
+};
+
+}  // namespace pvgpu::host
