@@ -5,6 +5,7 @@
 #include <numeric>
 #include <thread>
 
+#include "ptx/cooperative_budget.h"
 #include "ptx/corpus_fixture.h"
 
 namespace pvgpu::ptx {
@@ -214,6 +215,66 @@ TEST_P(CoopCorpusTest, ResidentStateOverTheLimitIsRefused) {
   EXPECT_EQ(s.code(), Code::kLaunchOutOfResources) << s.ToString();
   s = r.LaunchCooperative(OneWorker(), "coop_forever", {4, 1, 1}, {1024, 1, 1}, {flag, rounds});
   EXPECT_TRUE(s.ok()) << s.ToString();  // flag set: the kernel ends at once
+}
+
+// What cooperative launches hold resident is bounded for all of them together: a launch that
+// fits alone but not beside a running one waits for it to end (and gives up if cancelled
+// meanwhile); one that can never fit is refused at once.
+TEST_P(CoopCorpusTest, LaunchesWaitForResidentStateOthersHold) {
+  auto& r = Load("coop");
+  auto upload = [&r](int v) { return r.mem().Upload(std::vector<int>{v}); };
+  auto value = [&r](uint64_t dptr) { return *reinterpret_cast<volatile int*>(r.mem().Host(dptr)); };
+  // What one block of this shape holds resident: the refusal of a grid far too large names it.
+  const uint64_t flag = upload(0), rounds = upload(0);
+  Status s = r.LaunchCooperative(OneWorker(), "coop_forever", {1u << 20, 1, 1}, {64, 1, 1},
+                                 {flag, rounds});
+  ASSERT_EQ(s.code(), Code::kLaunchOutOfResources) << s.ToString();
+  const size_t at = s.message().find(" needs ");
+  ASSERT_NE(at, std::string::npos) << s.message();
+  const uint64_t per_block = std::stoull(s.message().substr(at + 7));
+  SetCooperativeResidentBudgetForTesting(6 * per_block);  // one 4-block launch, not two
+  Executor ex(2);  // workers to spare: only the budget holds the second launch back
+
+  // Ended by cancellation: a flag would let some blocks leave while others wait at a barrier.
+  std::atomic<bool> cancel_first{false};
+  Status first;
+  std::thread a([&] {
+    first = r.LaunchCooperative(ex, "coop_forever", {4, 1, 1}, {64, 1, 1}, {flag, rounds}, 0,
+                                &cancel_first);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (value(rounds) < 5 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_GE(value(rounds), 5);  // the first launch is running
+
+  // The second waits behind it: it passes no barrier, and gives up when cancelled.
+  const uint64_t flag2 = upload(0), rounds2 = upload(0);
+  std::atomic<bool> cancel{false};
+  Status second;
+  std::thread b([&] {
+    second = r.LaunchCooperative(ex, "coop_forever", {4, 1, 1}, {64, 1, 1}, {flag2, rounds2}, 0,
+                                 &cancel);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(value(rounds2), 0);
+  cancel = true;
+  b.join();
+  EXPECT_EQ(second.code(), Code::kLaunchFailed) << second.ToString();
+  EXPECT_NE(second.message().find("waiting"), std::string::npos) << second.message();
+  EXPECT_EQ(value(rounds2), 0);
+
+  // More than the whole bound is refused, not left waiting.
+  s = r.LaunchCooperative(ex, "coop_forever", {7, 1, 1}, {64, 1, 1}, {flag2, rounds2});
+  EXPECT_EQ(s.code(), Code::kLaunchOutOfResources) << s.ToString();
+
+  // Once the first launch ends, the second runs.
+  cancel_first = true;
+  a.join();
+  EXPECT_EQ(first.code(), Code::kLaunchFailed) << first.ToString();
+  *reinterpret_cast<volatile int*>(r.mem().Host(flag2)) = 1;
+  s = r.LaunchCooperative(ex, "coop_forever", {4, 1, 1}, {64, 1, 1}, {flag2, rounds2});
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  SetCooperativeResidentBudgetForTesting(kMaxCooperativeResidentBytes);
 }
 
 // A cooperative launch and ordinary ones share the workers: neither starves the other.

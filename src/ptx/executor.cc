@@ -18,7 +18,8 @@
 // threads share cores, interleaved with other launches' blocks as fairly as before, and a
 // block spinning on another costs a few dozen instructions per turn, not a time slice. When a
 // whole round of a launch's blocks only waited, the worker yields its host thread: the block
-// they wait for is in a slice on a worker the host has descheduled.
+// they wait for is in a slice on a worker the host has descheduled. What cooperative launches
+// hold resident is bounded for the whole process, not only per launch (cooperative_budget.h).
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 
 #include "common/cpus.h"
 #include "ptx/block_run.h"
+#include "ptx/cooperative_budget.h"
 #include "ptx/program.h"
 #include "ptx/warp.h"
 
@@ -258,6 +260,13 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   job.ctx = &L;
   job.total = g.Count();
   const uint64_t scratch = BlockScratchBytes(L);
+  uint64_t resident = 0;  // taken from the process's budget, given back on return
+  struct Release {        // after the blocks' buffers are gone (declared before them)
+    const uint64_t& bytes;
+    ~Release() {
+      if (bytes != 0) ReleaseCooperativeResident(bytes);
+    }
+  } release{resident};
   std::vector<CoopBlock> coop_blocks;
   if (config.cooperative) {
     const uint64_t per_block = scratch + sizeof(CoopBlock) + uint64_t{sizeof(Warp)} * L.num_warps;
@@ -266,6 +275,8 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
                    "a cooperative grid of " + std::to_string(job.total) + " blocks needs " +
                        std::to_string(per_block) + " bytes per resident block, over the " +
                        std::to_string(kMaxCooperativeResidentBytes >> 20) + " MiB limit");
+    PVGPU_TRY(ReserveCooperativeResident(job.total * per_block, env.cancel));
+    resident = job.total * per_block;
     coop_blocks.resize(job.total);
     for (uint64_t i = 0; i < job.total; ++i) {
       coop_blocks[i].linear = i;
