@@ -60,8 +60,8 @@ static void RunAndCheck(CUfunction f, unsigned gx, unsigned gy, int launch) {
   CHECK(cuMemcpyDtoH(seen, dseen, blocks * sizeof(unsigned)));
   for (unsigned i = 0; i < blocks; ++i) {
     if (seen[i] != blocks) {
-      fprintf(stderr, "block %u passed the first barrier having seen %u of %u blocks\n", i,
-              seen[i], blocks);
+      fprintf(stderr, "block %u passed the first barrier having seen %u of %u blocks\n", i, seen[i],
+              blocks);
       exit(1);
     }
   }
@@ -70,8 +70,7 @@ static void RunAndCheck(CUfunction f, unsigned gx, unsigned gy, int launch) {
   const unsigned* want = (kRounds % 2 == 1) ? host_b : host_a;
   for (int i = 0; i < n; ++i) {
     if (got[i] != want[i]) {
-      fprintf(stderr, "element %d after %d rounds: %u, expected %u\n", i, rounds, got[i],
-              want[i]);
+      fprintf(stderr, "element %d after %d rounds: %u, expected %u\n", i, rounds, got[i], want[i]);
       exit(1);
     }
   }
