@@ -1,5 +1,5 @@
 // Runs `pvgpu bench` as a user would, with the smallest sizes, against a private host, and
-// checks the machine output: every key issue #5 names, plausible numbers, and agreement between
+// checks the machine output: every key docs/benchmarks.md names, plausible numbers, and agreement between
 // the implementations. Speed is never asserted (DEVELOPERS.md).
 #include <gtest/gtest.h>
 #include <sched.h>

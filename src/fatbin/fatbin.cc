@@ -17,6 +17,7 @@
 // This is the one file that reinterprets the raw bytes; everything after Parse works on Entry.
 #include "fatbin/fatbin.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -105,8 +106,13 @@ StatusOr<std::string> ExtractPtx(std::span<const uint8_t> image, int max_sm) {
   PVGPU_ASSIGN_OR_RETURN(const auto entries, Parse(image));
   const Entry* best = nullptr;
   uint32_t lowest_ptx = 0;
+  uint32_t lowest_sm = 0, highest_sm = 0;  // of the machine code, to name it in the error
   for (const Entry& e : entries) {
-    if (e.kind != EntryKind::kPtx) continue;
+    if (e.kind != EntryKind::kPtx) {
+      if (lowest_sm == 0 || e.arch < lowest_sm) lowest_sm = e.arch;
+      highest_sm = std::max(highest_sm, e.arch);
+      continue;
+    }
     if (lowest_ptx == 0 || e.arch < lowest_ptx) lowest_ptx = e.arch;
     if (max_sm >= 0 && e.arch <= static_cast<uint32_t>(max_sm) &&
         (best == nullptr || e.arch > best->arch)) {
@@ -114,10 +120,15 @@ StatusOr<std::string> ExtractPtx(std::span<const uint8_t> image, int max_sm) {
     }
   }
   if (best == nullptr) {
+    if (lowest_ptx != 0) {
+      return Error(Code::kNoBinaryForGpu, "fatbin's PTX needs sm_" + std::to_string(lowest_ptx) +
+                                              ", newer than sm_" + std::to_string(max_sm));
+    }
+    std::string which = "sm_" + std::to_string(lowest_sm);
+    if (highest_sm != lowest_sm) which += "..sm_" + std::to_string(highest_sm);
     return Error(Code::kNoBinaryForGpu,
-                 lowest_ptx == 0 ? "fatbin holds no PTX, only SASS for specific GPUs"
-                                 : "fatbin's PTX needs sm_" + std::to_string(lowest_ptx) +
-                                       ", newer than sm_" + std::to_string(max_sm));
+                 lowest_sm == 0 ? "fatbin holds no PTX and no machine code"
+                                : "fatbin holds no PTX, only machine code for " + which);
   }
   PVGPU_ASSIGN_OR_RETURN(std::string text, Contents(*best));
   // PTX is stored NUL-terminated and padded; the text ends at the first NUL.

@@ -151,6 +151,8 @@ TEST(FatbinTest, SassOnlyIsNoBinaryForGpu) {
   LOAD_OR_SKIP(image, "sm_only");
   auto ptx = ExtractPtx(image);
   EXPECT_EQ(ptx.status().code(), Code::kNoBinaryForGpu) << ptx.status().ToString();
+  // The error names the machine code it found, so that a user sees why it cannot run.
+  EXPECT_EQ(ptx.status().message(), "fatbin holds no PTX, only machine code for sm_80");
 }
 
 TEST(FatbinTest, TrailingBytesAreIgnored) {

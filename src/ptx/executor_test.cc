@@ -164,5 +164,58 @@ TEST(ExecutorTest, WaitingOneBlockKernelDoesNotBlockOtherLaunches) {
   EXPECT_EQ(mem.Download<uint32_t>(other, 1)[0], 1u);
 }
 
+// What nvcc -rdc=true emits for `child<<<1, 32>>>(p)` inside a kernel (reduced): cudadevrt's
+// entry points, which exist only on a GPU. The module is refused at load, naming the feature.
+constexpr const char* kDeviceSideLaunch = R"(
+.version 9.0
+.target sm_75
+.address_size 64
+.extern .func  (.param .b64 func_retval0) __cudaCDP2GetParameterBufferV2
+(
+	.param .b64 __cudaCDP2GetParameterBufferV2_param_0,
+	.param .align 4 .b8 __cudaCDP2GetParameterBufferV2_param_1[12],
+	.param .align 4 .b8 __cudaCDP2GetParameterBufferV2_param_2[12],
+	.param .b32 __cudaCDP2GetParameterBufferV2_param_3
+)
+;
+.visible .entry child(.param .u64 child_param_0)
+{
+	ret;
+}
+.visible .entry parent(.param .u64 parent_param_0)
+{
+	.reg .b64 	%rd<4>;
+	mov.u64 	%rd3, child;
+	{
+	.param .b64 param0;
+	st.param.b64 	[param0+0], %rd3;
+	.param .align 4 .b8 param1[12];
+	st.param.b32 	[param1+0], 1;
+	st.param.b32 	[param1+4], 1;
+	st.param.b32 	[param1+8], 1;
+	.param .align 4 .b8 param2[12];
+	st.param.b32 	[param2+0], 32;
+	st.param.b32 	[param2+4], 1;
+	st.param.b32 	[param2+8], 1;
+	.param .b32 param3;
+	st.param.b32 	[param3+0], 0;
+	.param .b64 retval0;
+	call.uni (retval0), __cudaCDP2GetParameterBufferV2, (param0, param1, param2, param3);
+	ld.param.b64 	%rd2, [retval0+0];
+	}
+	ret;
+}
+)";
+
+TEST(ExecutorTest, DeviceSideLaunchIsRefusedByName) {
+  TestMemory mem;
+  Status status;
+  auto l = LoadInto(kDeviceSideLaunch, mem, &status);
+  ASSERT_FALSE(status.ok()) << "a module with a device-side launch loaded";
+  EXPECT_NE(status.message().find("dynamic parallelism"), std::string::npos) << status.ToString();
+  EXPECT_NE(status.message().find("__cudaCDP2GetParameterBufferV2"), std::string::npos)
+      << status.ToString();
+}
+
 }  // namespace
 }  // namespace pvgpu::ptx

@@ -239,6 +239,12 @@ Status LowerCall(LowerCtx& c) {
       c.img().uses_printf = true;
     } else if (f.name == "__assertfail") {
       in.fn = ExecBuiltinAssert;
+    } else if (f.name.starts_with("__cudaCDP") || f.name.starts_with("cudaLaunchDevice") ||
+               f.name.starts_with("cudaGetParameterBuffer")) {
+      // What nvcc -rdc emits for a <<<>>> launch in device code; cudadevrt implements it on
+      // the GPU only.
+      return c.Err("dynamic parallelism (a kernel launch from device code, " + f.name +
+                   ") is not supported");
     } else {
       return c.Err("call to unsupported external function " + f.name);
     }

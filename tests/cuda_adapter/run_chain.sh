@@ -6,7 +6,7 @@
 #                                   v PVGPU_HOST in host 1's environment
 #                                 host 2 (pvgpud --adapters cpu)
 #
-# Usage: run_chain.sh BUILD_DIR [PROGRAM...]
+# Usage: [PVGPU_CHAIN_DEVICES=N] run_chain.sh BUILD_DIR [PROGRAM...]
 # Without PROGRAMs it runs every end-to-end program (BUILD_DIR/tests/e2e/*_drv). Exits non-zero
 # when a program fails, when either daemon does not start, or when the work did not go through
 # host 1's cuda adapter. Both daemons are stopped on every exit path; logs are printed on
@@ -59,7 +59,15 @@ start_daemon() {
   fi
 }
 
-start_daemon host2 "$build/bin/pvgpud" --listen "unix:$work/host2.sock" --adapters cpu
+# PVGPU_CHAIN_DEVICES cpu adapters on host 2 (default 1), each a device of host 1's driver.
+devices=${PVGPU_CHAIN_DEVICES:-1}
+if ! [[ $devices =~ ^[1-9][0-9]?$ ]]; then
+  echo "run_chain: PVGPU_CHAIN_DEVICES must be a count of devices, not '$devices'" >&2
+  exit 1
+fi
+adapters=cpu
+for ((i = 1; i < devices; ++i)); do adapters+=",cpu"; done
+start_daemon host2 "$build/bin/pvgpud" --listen "unix:$work/host2.sock" --adapters "$adapters"
 start_daemon host1 PVGPU_HOST="unix:$work/host2.sock" "$build/bin/pvgpud" \
   --listen "unix:$work/host1.sock" --adapters cuda \
   --cuda-driver "$build/lib/pvgpu/libcuda.so.1"

@@ -37,6 +37,15 @@ static void TestDevices(void) {
   EXPECT_TRUE(value == 1024);
   CHECK(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device));
   EXPECT_TRUE(value >= 1);
+  /* What the CUDA runtime reads into cudaDeviceProp, consistent with what the driver does. */
+  CHECK(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, device));
+  EXPECT_TRUE(value == 1);
+  CHECK(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_NUMA_CONFIG, device));
+  EXPECT_TRUE(value == CU_DEVICE_NUMA_CONFIG_NONE);
+  CHECK(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_NUMA_ID, device));
+  EXPECT_TRUE(value == -1);
+  CHECK(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, device));
+  EXPECT_TRUE(value == -1);
   EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE,
                 cuDeviceGetAttribute(&value, (CUdevice_attribute)100000, device));
   EXPECT_RESULT(CUDA_ERROR_INVALID_DEVICE,

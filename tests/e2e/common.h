@@ -44,7 +44,7 @@
   } while (0)
 
 /* Reads NAME.ptx from the directory that holds the running executable. */
-static char* ReadPtx(const char* name) {
+__attribute__((unused)) static char* ReadPtx(const char* name) {
   char path[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
   if (n <= 0) return NULL;

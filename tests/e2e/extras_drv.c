@@ -159,7 +159,7 @@ int main(void) {
   EXPECT_RESULT(CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&missing_kernel, library, "nope"));
   unsigned int kernel_count = 0;
   CHECK(cuLibraryGetKernelCount(&kernel_count, library));
-  EXPECT_TRUE(kernel_count == 4);
+  EXPECT_TRUE(kernel_count == 5);
   const char* kernel_name = NULL;
   CHECK(cuKernelGetName(&kernel_name, kernel));
   EXPECT_TRUE(strcmp(kernel_name, "write_index") == 0);

@@ -118,6 +118,13 @@ void FillCpuAdapterInfo(const CpuAdapterOptions& options, unsigned threads, Adap
   set(CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0);
   set(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 0);
   set(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, 0);
+  // cuMemHostRegister works (the guest shares the pages with the host as a pinned region).
+  set(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, 1);
+  // The device's memory is the daemon's; it is not a NUMA node of its own, and which host node
+  // serves it is not something the guest can use, so both ids read "none" (-1).
+  set(CU_DEVICE_ATTRIBUTE_NUMA_CONFIG, CU_DEVICE_NUMA_CONFIG_NONE);
+  set(CU_DEVICE_ATTRIBUTE_NUMA_ID, -1);
+  set(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, -1);
 }
 
 uint64_t CoResidentBlocks(const AdapterInfo& info, const ptx::KernelInfo& kernel,

@@ -242,6 +242,16 @@ Status CudaContext::Launch(Module& module, uint32_t kernel, const LaunchConfig& 
     pointers.push_back(const_cast<uint8_t*>(params.data()) + info.param_offsets[i]);
   }
   ScopedContext current(driver().api(), context_);
+  // More dynamic shared memory than a block has by default needs the function's opt-in on a
+  // GPU; the guest checked the amount against the opt-in its application set.
+  constexpr uint32_t kDefaultDynamicShared = 48 * 1024;
+  if (config.shared_bytes > kDefaultDynamicShared && driver().api().cuFuncSetAttribute != nullptr) {
+    PVGPU_TRY(driver().Check(
+        driver().api().cuFuncSetAttribute(ModuleFunction(module, kernel),
+                                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          static_cast<int>(config.shared_bytes)),
+        "cuFuncSetAttribute"));
+  }
   const bool track = adapter_->tracks_busy();
   if (track) adapter_->busy().KernelStarted();
   void** kernel_params = pointers.empty() ? nullptr : pointers.data();

@@ -70,6 +70,7 @@ namespace pvgpu::adapters::cuda {
     "cuModuleEnumerateFunctions")                                                    \
   X(cuFuncGetName, PFN_cuFuncGetName_v12030, 12030, "cuFuncGetName")                 \
   X(cuFuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040, 12040, "cuFuncGetParamInfo")  \
+  X(cuFuncSetAttribute, PFN_cuFuncSetAttribute_v9000, 9000, "cuFuncSetAttribute")    \
   X(cuMemAllocHost, PFN_cuMemAllocHost_v3020, 3020, "cuMemAllocHost_v2")             \
   X(cuMemFreeHost, PFN_cuMemFreeHost_v2000, 2000, "cuMemFreeHost")                   \
   X(cuMemHostRegister, PFN_cuMemHostRegister_v6050, 6050, "cuMemHostRegister_v2")    \

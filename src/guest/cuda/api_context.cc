@@ -108,6 +108,42 @@ Code CtxGetDevice_v2(CUdevice* device, CUctx_st* ctx) {
   return Code::kOk;
 }
 
+// The id is the host side's: a context reset by cuDevicePrimaryCtxReset is a new context.
+Code CtxGetId(CUctx_st* ctx, unsigned long long* ctxId) {
+  if (ctx == nullptr) ctx = CurrentContext();  // null: the current context
+  if (ctx == nullptr || !LiveContext(ctx)) return Code::kInvalidContext;
+  *ctxId = ctx->id;
+  return Code::kOk;
+}
+
+// CUDA 2.x's use count: cuCtxAttach takes one more use of the current context, cuCtxDetach
+// gives one back and destroys the context with its last use. A primary context's uses are its
+// retains, so they go through the primary context's own count.
+Code CtxAttach(CUctx_st* ctx, CUcontext* pctx, unsigned int flags) {
+  if (flags != 0) return Code::kInvalidValue;
+  if (ctx->primary) {
+    const Device* device = DriverState::Get().device(ctx->device);
+    CUcontext retained = nullptr;
+    if (Code code = DevicePrimaryCtxRetain(&retained, *device); code != Code::kOk) return code;
+    *pctx = retained;
+    return Code::kOk;
+  }
+  ctx->uses.fetch_add(1, std::memory_order_relaxed);
+  *pctx = ctx;
+  return Code::kOk;
+}
+
+Code CtxDetach(CUctx_st* ctx) {
+  if (ctx != CurrentContext()) return Code::kInvalidContext;  // as CUDA requires
+  if (ctx->primary) return DevicePrimaryCtxRelease_v2(*DriverState::Get().device(ctx->device));
+  // Of two threads giving back the last use at once, one destroys the context.
+  int uses = ctx->uses.load(std::memory_order_relaxed);
+  do {
+    if (uses <= 0) return Code::kInvalidContext;
+  } while (!ctx->uses.compare_exchange_weak(uses, uses - 1, std::memory_order_acq_rel));
+  return uses == 1 ? CtxDestroy_v2(ctx) : Code::kOk;
+}
+
 Code CtxGetFlags(CUctx_st* ctx, unsigned int* flags) {
   *flags = ctx->flags;
   return Code::kOk;

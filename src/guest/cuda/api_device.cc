@@ -6,6 +6,7 @@
 
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/state.h"
+#include "guest/pci_bus_id.h"
 #include "host/version.h"
 
 namespace {
@@ -77,6 +78,24 @@ Code DeviceGetPCIBusId(char* pciBusId, int len, const Device& dev) {
   std::snprintf(pciBusId, static_cast<size_t>(len), "%08x:%02x:%02x.0", dev.info.pci_domain,
                 dev.info.pci_bus, dev.info.pci_device);
   return Code::kOk;
+}
+
+// The inverse of cuDeviceGetPCIBusId, over the devices the application sees (after
+// CUDA_VISIBLE_DEVICES). Adapters of different hosts may share a bus id: the first ordinal
+// wins, as NVML's lookup by bus id does.
+Code DeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
+  PciBusId id;
+  if (!ParsePciBusId(pciBusId, /*function_optional=*/true, &id)) return Code::kInvalidValue;
+  const DriverState& state = DriverState::Get();
+  for (CUdevice ordinal = 0; ordinal < state.device_count(); ++ordinal) {
+    const protocol::DeviceGetInfoReply& info = state.device(ordinal)->info;
+    if (info.pci_domain == id.domain && info.pci_bus == id.bus && info.pci_device == id.device &&
+        id.function == 0) {
+      *dev = ordinal;
+      return Code::kOk;
+    }
+  }
+  return Code::kInvalidDevice;
 }
 
 }  // namespace pvgpu::guest::api

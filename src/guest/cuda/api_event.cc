@@ -1,5 +1,7 @@
 // Driver API: events, and streams waiting on them. Creation, recording and destruction are
 // posted without waiting; queries read the shared completion fence and send nothing.
+#include <mutex>
+
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/state.h"
 
@@ -40,6 +42,21 @@ Code EventRecord(CUevent_st* hEvent, const StreamRef& hStream) {
   hEvent->record_seq = seq;
   NoteSubmitted(hStream, seq);
   return Code::kOk;
+}
+
+// CU_EVENT_RECORD_EXTERNAL makes a record an external event node of the graph a stream is
+// capturing into, and CUDA calls it invalid outside capture; pvgpu never captures.
+Code EventRecordWithFlags(CUevent_st* hEvent, const StreamRef& hStream, unsigned int flags) {
+  if (flags == CU_EVENT_RECORD_DEFAULT) return EventRecord(hEvent, hStream);
+  if (flags == CU_EVENT_RECORD_EXTERNAL) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      PVGPU_WARN(
+          "cuEventRecordWithFlags: CU_EVENT_RECORD_EXTERNAL is valid only while a stream "
+          "is captured into a graph, and pvgpu does not support stream capture");
+    });
+  }
+  return Code::kInvalidValue;
 }
 
 Code EventQuery(CUevent_st* hEvent) {

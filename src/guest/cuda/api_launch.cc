@@ -72,9 +72,10 @@ Code PostLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsi
   const uint64_t threads = uint64_t{blockDimX} * blockDimY * blockDimZ;
   const uint32_t max_threads = k.max_threads_per_block != 0 ? k.max_threads_per_block : 1024;
   if (threads > max_threads) return Code::kInvalidValue;
+  const int opted_in = MaxDynamicSharedSet(*f);
   const uint64_t shared_limit =
-      f->max_dynamic_shared != 0 ? uint64_t(f->max_dynamic_shared) + k.shared_bytes
-                                 : uint64_t(attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK]);
+      opted_in != 0 ? uint64_t(opted_in) + k.shared_bytes
+                    : uint64_t(attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK]);
   if (uint64_t{sharedMemBytes} + k.shared_bytes > shared_limit) {
     return Code::kInvalidValue;
   }
@@ -216,6 +217,27 @@ Code OccupancyMaxPotentialBlockSizeWithFlags(int* minGridSize, int* blockSize, C
                                              unsigned int flags) {
   return OccupancyMaxPotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
                                         dynamicSMemSize, blockSizeLimit);
+}
+
+// The dynamic shared memory each of `numBlocks` blocks of `blockSize` threads can have with
+// all of them resident on one multiprocessor: 0 when they cannot all be resident.
+Code OccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, CUfunc_st* func, int numBlocks,
+                                           int blockSize) {
+  if (numBlocks <= 0 || blockSize <= 0) return Code::kInvalidValue;
+  *dynamicSmemSize = 0;
+  if (BlocksPerSm(func, blockSize, 0) < numBlocks) return Code::kOk;
+  const Limits l = DeviceLimits(func);
+  const size_t fixed = func->kernel->shared_bytes;
+  const size_t per_block = static_cast<size_t>(l.shared_per_sm) / static_cast<size_t>(numBlocks);
+  const int opted_in = MaxDynamicSharedSet(*func);
+  const int* a = DriverState::Get().device(func->module->ctx->device)->info.attributes;
+  const size_t block_limit =
+      opted_in != 0
+          ? static_cast<size_t>(opted_in)
+          : static_cast<size_t>(a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK]) -
+                std::min<size_t>(fixed, a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK]);
+  *dynamicSmemSize = std::min(per_block > fixed ? per_block - fixed : 0, block_limit);
+  return Code::kOk;
 }
 
 }  // namespace api

@@ -1,4 +1,5 @@
-// Driver API: modules, functions and globals.
+// Driver API: modules, their functions and globals (what a function answers about itself is in
+// api_function.cc).
 //
 // The host describes a loaded module completely in its reply (kernels with their parameter
 // layouts, globals with their addresses), so getting functions and globals, and packing
@@ -7,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <mutex>
 #include <string_view>
 
 #include "guest/cuda/cuda_api_autogen.h"
@@ -80,14 +80,17 @@ Code ClassifyImage(const void* image, protocol::ImageKind* kind, std::string_vie
 
 }  // namespace
 
-Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* logs) {
+Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* logs,
+                ImageOrigin origin) {
   protocol::ImageKind kind;
   std::string_view bytes;
   if (Code code = ClassifyImage(image, &kind, &bytes); code != Code::kOk) return code;
+  if (origin.address == nullptr && origin.file.empty()) origin.address = image;
   Client& client = *ctx->client;
   if (bytes.size() > client.max_payload()) {
-    PVGPU_WARN("module image of " << bytes.size() << " bytes exceeds the channel's limit of "
-                                  << client.max_payload());
+    PVGPU_WARN("module load failed: " << DescribeImage(ImageKindName(kind), origin) << " is "
+                                      << bytes.size() << " bytes, more than the channel's limit of "
+                                      << client.max_payload());
     return Code::kInvalidImage;
   }
   protocol::ModuleLoadRequest request;
@@ -102,23 +105,20 @@ Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* log
   if (code == Code::kDeviceUnavailable || !mod->description.Decode(payload)) {
     return code == Code::kOk ? Code::kUnknown : code;
   }
-  if (logs != nullptr) logs->Write(mod->description.error_log, mod->description.info_log);
-  if (code != Code::kOk) {
-    if (code == Code::kNoBinaryForGpu) {
-      // Machine code for one NVIDIA GPU on a device that runs PTX: say why, and what to do.
-      static std::once_flag once;
-      std::call_once(once, [&] {
-        PVGPU_WARN("module load failed: "
-                   << mod->description.error_log
-                   << " -- the device needs PTX; note that numba-cuda and cuda.core link with "
-                      "nvJitLink whenever they can load it, and nvJitLink emits machine code: "
-                      "see pvgpu's docs/python-clients.md");
-      });
-    } else if (!mod->description.error_log.empty()) {
-      PVGPU_INFO("module load failed: " << mod->description.error_log);
-    }
-    return code;
+  if (code == Code::kNoBinaryForGpu) {
+    // Machine code for one NVIDIA GPU on a device that runs PTX: say which image, and why.
+    // The JIT log names the image's library or file too, when known (a pvgpud whose cuda
+    // adapter runs on pvgpu's libcuda loads a copy from its heap, which names nothing).
+    bool named = false;
+    const std::string image_text =
+        DescribeImage(ImageKindName(kind), origin, &named) + ": " + mod->description.error_log;
+    if (named) mod->description.error_log = image_text;
+    WarnNoBinaryForGpu(image_text, kind);
+  } else if (code != Code::kOk && !mod->description.error_log.empty()) {
+    PVGPU_INFO("module load failed: " << mod->description.error_log);
   }
+  if (logs != nullptr) logs->Write(mod->description.error_log, mod->description.info_log);
+  if (code != Code::kOk) return code;
   mod->handle = request.module;
   mod->ctx = ctx;
   mod->functions = std::vector<CUfunc_st>(mod->description.kernels.size());
@@ -212,7 +212,7 @@ Code ModuleLoad(CUmodule* module, const char* fname) {
   contents.push_back('\0');
   CUctx_st* ctx = nullptr;
   if (Code code = CurrentLiveContext(&ctx); code != Code::kOk) return code;
-  return LoadModule(ctx, module, contents.data(), nullptr);
+  return LoadModule(ctx, module, contents.data(), nullptr, ImageOrigin{nullptr, fname});
 }
 
 Code ModuleUnload(CUmod_st* hmod) {
@@ -239,6 +239,18 @@ Code ModuleGetFunction(CUfunction* hfunc, CUmod_st* hmod, const char* name) {
   return Code::kNotFound;
 }
 
+Code ModuleGetFunctionCount(unsigned int* count, CUmod_st* mod) {
+  *count = static_cast<unsigned int>(mod->functions.size());
+  return Code::kOk;
+}
+
+// The first `numFunctions` functions, in the module's order (that of its description).
+Code ModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions, CUmod_st* mod) {
+  const size_t n = std::min<size_t>(numFunctions, mod->functions.size());
+  for (size_t i = 0; i < n; ++i) functions[i] = &mod->functions[i];
+  return Code::kOk;
+}
+
 Code ModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmod_st* hmod, const char* name) {
   for (const auto& g : hmod->description.globals) {
     if (g.name == name) {
@@ -248,71 +260,6 @@ Code ModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmod_st* hmod, const 
     }
   }
   return Code::kNotFound;
-}
-
-Code FuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunc_st* hfunc) {
-  const auto& k = *hfunc->kernel;
-  switch (attrib) {
-    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-      *pi = static_cast<int>(k.max_threads_per_block);
-      break;
-    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
-      *pi = static_cast<int>(k.shared_bytes);
-      break;
-    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
-      *pi = 0;
-      break;
-    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
-      *pi = static_cast<int>(k.local_bytes);
-      break;
-    case CU_FUNC_ATTRIBUTE_NUM_REGS:
-      *pi = static_cast<int>(k.num_regs);
-      break;
-    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-      *pi = 75;
-      break;
-    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
-      *pi = 75;
-      break;
-    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
-      *pi = 0;
-      break;
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
-      const int set = hfunc->max_dynamic_shared;
-      *pi = set != 0 ? set : static_cast<int>(48 * 1024 - k.shared_bytes);
-      break;
-    }
-    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-      *pi = -1;
-      break;
-    default:
-      return Code::kInvalidValue;
-  }
-  return Code::kOk;
-}
-
-Code FuncSetAttribute(CUfunc_st* hfunc, CUfunction_attribute attrib, int value) {
-  const int* a = DriverState::Get().device(hfunc->module->ctx->device)->info.attributes;
-  switch (attrib) {
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-      if (value < 0 || static_cast<int64_t>(value) + hfunc->kernel->shared_bytes >
-                           a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN]) {
-        return Code::kInvalidValue;
-      }
-      hfunc->max_dynamic_shared = value;
-      return Code::kOk;
-    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-      // A hint about the L1/shared split; the cpu adapter has no such split.
-      return value >= -1 && value <= 100 ? Code::kOk : Code::kInvalidValue;
-    default:
-      return Code::kInvalidValue;
-  }
-}
-
-Code FuncSetCacheConfig(CUfunc_st* hfunc, CUfunc_cache config) {
-  return config >= CU_FUNC_CACHE_PREFER_NONE && config <= CU_FUNC_CACHE_PREFER_EQUAL
-             ? Code::kOk
-             : Code::kInvalidValue;
 }
 
 }  // namespace api

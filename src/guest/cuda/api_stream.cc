@@ -63,6 +63,7 @@ Code StreamCreateWithPriority(CUctx_st* ctx, CUstream* phStream, unsigned int fl
   // Priorities are clamped to the device's range [-5, 0], as the driver does.
   stream->priority = std::max(-5, std::min(0, priority));
   stream->handle = Client::NewHandle();
+  stream->id = NextObjectId();
   protocol::StreamCreateRequest request;
   request.ctx = ctx->handle;
   request.stream = stream->handle;

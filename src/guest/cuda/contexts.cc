@@ -37,6 +37,8 @@ Code CreateOnHost(CUctx_st* ctx) {
   if (Code code = ctx->client->Call(request); code != Code::kOk) return code;
   ctx->handle = request.ctx;
   ctx->last_seq = 0;
+  ctx->id = NextObjectId();
+  ctx->legacy_stream_id = NextObjectId();
   return Code::kOk;
 }
 

@@ -161,15 +161,49 @@ const ExportTable kExportTables[] = {
      nullptr},
 };
 
-// Logs each unknown UUID once: a library that asks in a loop needs only one line.
-void LogUnknown(const CUuuid& id) {
+// Tables of NVIDIA's libraries that pvgpu has seen asked for and does not have. They are
+// refused like any unknown table (CUDA_ERROR_INVALID_VALUE); the line logged says whose table
+// it is and what the refusal costs.
+struct RefusedTable {
+  uint8_t id[16];
+  bool harmless;  // the caller carries on without it: logged at debug level only
+  const char* what;
+};
+
+const RefusedTable kRefusedTables[] = {
+    // NVRTC asks for it while it compiles, and compiles just as well without it (CuPy's and
+    // cuda-bindings' kernels are built with NVRTC on pvgpu every day).
+    {{0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41, 0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33, 0xe3,
+      0x28},
+     true,
+     "NVRTC's private table; NVRTC compiles without it"},
+    // cuFFT gives up without it: every plan then fails with CUFFT_INTERNAL_ERROR.
+    {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
+      0xf2},
+     false,
+     "cuFFT's private table (libcufft's), which pvgpu does not have: cuFFT is not supported "
+     "by pvgpu (its plans fail with CUFFT_INTERNAL_ERROR)"},
+};
+
+// Logs each refused UUID once: a library that asks in a loop needs only one line.
+void LogRefused(const CUuuid& id) {
   static std::mutex mutex;
   static std::set<std::string>* seen = new std::set<std::string>();
   const std::string text = UuidText(id);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (seen->insert(text).second) {
-    PVGPU_WARN("cuGetExportTable: unknown export table " << text << " is not supported by pvgpu");
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!seen->insert(text).second) return;
   }
+  for (const RefusedTable& known : kRefusedTables) {
+    if (std::memcmp(known.id, id.bytes, sizeof(known.id)) != 0) continue;
+    if (known.harmless) {
+      PVGPU_DEBUG("cuGetExportTable: refused export table " << text << ", " << known.what);
+    } else {
+      PVGPU_WARN("cuGetExportTable: refused export table " << text << ", " << known.what);
+    }
+    return;
+  }
+  PVGPU_WARN("cuGetExportTable: unknown export table " << text << " is not supported by pvgpu");
 }
 
 }  // namespace
@@ -197,7 +231,7 @@ CUresult GetExportTable(const void** table, const CUuuid* id) {
     *table = known.table;
     return CUDA_SUCCESS;
   }
-  LogUnknown(*id);
+  LogRefused(*id);
   return CUDA_ERROR_INVALID_VALUE;
 }
 

@@ -6,9 +6,11 @@
 #include <cuda.h>
 
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "guest/cuda/objects.h"
+#include "protocol/wire.h"
 
 namespace pvgpu::guest {
 
@@ -31,9 +33,32 @@ struct JitLogs {
   void** wall_time_slot = nullptr;  // CU_JIT_WALL_TIME (the linker reports its time there)
 };
 
+// Where an image came from, to name it in the error of a load that cannot work on the device
+// (machine code only, on the cpu adapter): the file it was read from, else the address the
+// application gave, which dladdr finds in the data of the library that carries the image
+// (cuBLAS's fat binaries, say). Empty: the image's own address.
+struct ImageOrigin {
+  const void* address = nullptr;
+  std::string_view file;
+};
+
+// "the fat binary at 0x7f... in /usr/lib/libfoo.so", "the cubin in file k.cubin": how the
+// errors name an image of `kind` ("fat binary", "cubin", ...) from `origin`. `named`, when
+// given, says whether that names a file or library (else only an address, which tells the
+// application nothing it does not know: the JIT log is then left as the device wrote it).
+std::string DescribeImage(const char* kind, const ImageOrigin& origin, bool* named = nullptr);
+
+// The words the errors use for an image of `kind`: "fat binary", "cubin", ...
+const char* ImageKindName(protocol::ImageKind kind);
+
+// Logs, once for each distinct `message`, that a load failed because the image holds machine
+// code only (CUDA_ERROR_NO_BINARY_FOR_GPU), with what to do about it.
+void WarnNoBinaryForGpu(const std::string& message, protocol::ImageKind kind);
+
 // Loads `image` (PTX, a fatbin or its wrapper, an ELF cubin, a link image) into `ctx`, fills
 // `logs` when given, and stores the module with its functions and globals.
-Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* logs);
+Code LoadModule(CUctx_st* ctx, CUmodule* module, const void* image, JitLogs* logs,
+                ImageOrigin origin = {});
 
 // A whole file, for the calls that load from a path: kFileNotFound when it cannot be read.
 Code ReadFile(const char* path, std::string* contents);

@@ -27,6 +27,13 @@ struct CUctx_st {
   pvgpu::guest::Client* client = nullptr;  // the host the context lives on
   // The host's handle; a new one after cuDevicePrimaryCtxReset.
   std::atomic<uint64_t> handle{0};
+  // cuCtxGetId's answer and the id of the context's legacy default stream (cuStreamGetId):
+  // new, like the handle, whenever the host side is created, so a reset context has new ids.
+  std::atomic<uint64_t> id{0};
+  std::atomic<uint64_t> legacy_stream_id{0};
+  // The use count cuCtxAttach raises and cuCtxDetach lowers (created contexts; a primary
+  // context counts its uses as retains).
+  std::atomic<int> uses{1};
   CUdevice device = 0;
   std::atomic<unsigned int> flags{0};
   bool primary = false;
@@ -39,11 +46,26 @@ struct CUctx_st {
 
 struct CUmod_st;
 
+// The execution state of CUDA 2.x's launch interface, kept per function: cuFuncSetBlockShape,
+// cuFuncSetSharedSize and the parameter buffer of cuParamSetSize and cuParamSet{i,f,v}, which
+// cuLaunch, cuLaunchGrid and cuLaunchGridAsync launch with (api_legacy_launch.cc).
+struct LegacyLaunchState {
+  unsigned int block[3] = {0, 0, 0};  // unset: a launch is refused
+  unsigned int shared_bytes = 0;
+  std::vector<uint8_t> params;  // cuParamSetSize bytes, written at the caller's offsets
+};
+
 struct CUfunc_st {
   CUmod_st* module = nullptr;
   uint32_t index = 0;
   const pvgpu::protocol::KernelDescription* kernel = nullptr;
-  std::atomic<int> max_dynamic_shared{0};  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as cuFuncSetAttribute set it (0: unset),
+  // and as cuKernelSetAttribute set it for the function's CUkernel on its device; the first
+  // wins, whichever was set last (as CUDA documents).
+  std::atomic<int> max_dynamic_shared{0};
+  std::atomic<int> kernel_max_dynamic_shared{0};
+  pvgpu::Mutex legacy_mutex;
+  LegacyLaunchState legacy GUARDED_BY(legacy_mutex);
 };
 
 struct CUmod_st {
@@ -58,6 +80,7 @@ struct CUstream_st {
   CUctx_st* ctx = nullptr;
   unsigned int flags = 0;
   int priority = 0;
+  uint64_t id = 0;  // cuStreamGetId
   std::atomic<uint64_t> last_seq{0};
 };
 

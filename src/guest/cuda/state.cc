@@ -183,6 +183,11 @@ void NoteSubmitted(const StreamRef& stream, uint64_t seq) {
 
 void NoteSubmitted(CUctx_st* ctx, uint64_t seq) { RaiseTo(ctx->last_seq, seq); }
 
+uint64_t NextObjectId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 uint64_t PerThreadStreamSeq(CUctx_st* ctx) {
   auto& seqs = PerThreadSeqs();
   auto it = seqs.find(ctx);

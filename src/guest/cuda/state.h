@@ -147,6 +147,10 @@ void NoteSubmitted(CUctx_st* ctx, uint64_t seq);
 // per-thread stream must follow (earlier legacy-stream work) is too.
 uint64_t PerThreadStreamSeq(CUctx_st* ctx);
 
+// A new id, unique for the life of the process (never 0): the ids cuCtxGetId and
+// cuStreamGetId give.
+uint64_t NextObjectId();
+
 // The bytes of a module image (PTX text with its NUL, a fatbin, or an ELF cubin).
 Code ImageBytes(const void* image, std::string_view* bytes);
 
@@ -154,6 +158,13 @@ Code ImageBytes(const void* image, std::string_view* bytes);
 // null.
 inline Ref<CUfunc_st> FindFunction(CUfunction function) {
   return objects().functions.Find(function);
+}
+
+// The function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set by cuFuncSetAttribute,
+// else by cuKernelSetAttribute for its CUkernel; 0 when neither set it.
+inline int MaxDynamicSharedSet(const CUfunc_st& f) {
+  const int own = f.max_dynamic_shared.load(std::memory_order_relaxed);
+  return own != 0 ? own : f.kernel_max_dynamic_shared.load(std::memory_order_relaxed);
 }
 
 // The context owning device memory [dptr, dptr + size), if any memory holds all of it.

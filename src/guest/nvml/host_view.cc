@@ -1,10 +1,10 @@
 #include "guest/nvml/host_view.h"
 
-#include <cctype>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "guest/client/client.h"
+#include "guest/pci_bus_id.h"
 
 namespace pvgpu::guest::nvml {
 
@@ -55,19 +55,6 @@ SessionView ParseSession(const json& s) {
   return view;
 }
 
-bool ParseHex(std::string_view text, unsigned* value) {
-  if (text.empty() || text.size() > 8) return false;
-  unsigned out = 0;
-  for (char c : text) {
-    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
-    out = out * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(c))
-                                               ? c - '0'
-                                               : std::tolower(c) - 'a' + 10);
-  }
-  *value = out;
-  return true;
-}
-
 }  // namespace
 
 StatusOr<HostView> ParseHostStatus(std::string_view text) {
@@ -104,20 +91,13 @@ StatusOr<HostView> FetchHostStatus(Client& client) {
 
 bool ParsePciBusId(std::string_view text, unsigned* domain, unsigned* bus, unsigned* device,
                    unsigned* function) {
-  const size_t dot = text.rfind('.');
-  if (dot == std::string_view::npos) return false;
-  if (!ParseHex(text.substr(dot + 1), function)) return false;
-  std::string_view head = text.substr(0, dot);
-  const size_t last = head.rfind(':');
-  if (last == std::string_view::npos) return false;
-  if (!ParseHex(head.substr(last + 1), device)) return false;
-  head = head.substr(0, last);
-  const size_t first = head.rfind(':');
-  if (first == std::string_view::npos) {
-    *domain = 0;
-    return ParseHex(head, bus);
-  }
-  return ParseHex(head.substr(0, first), domain) && ParseHex(head.substr(first + 1), bus);
+  PciBusId id;
+  if (!guest::ParsePciBusId(text, /*function_optional=*/false, &id)) return false;
+  *domain = id.domain;
+  *bus = id.bus;
+  *device = id.device;
+  *function = id.function;
+  return true;
 }
 
 }  // namespace pvgpu::guest::nvml

@@ -165,7 +165,7 @@ StatusOr<BenchReport> RunBandwidth(const BenchOptions& options) {
   json["sizes"] = sizes;
   json["rows"] = rows;
 
-  // The target, at the largest size (steady state, out of the caches).
+  // The target docs/benchmarks.md states, at the largest size (steady state, out of the caches).
   const double memcpy_rate = columns[0].rates.back();
   const double pinned_rate = columns[columns.size() - 2].rates.back();
   const double fraction = pinned_rate / memcpy_rate;

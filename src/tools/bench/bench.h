@@ -1,4 +1,4 @@
-// `pvgpu bench NAME`: the benchmarks of issue #5. Each runs the same work through the guest
+// `pvgpu bench NAME`: the benchmarks docs/benchmarks.md describes. Each runs the same work through the guest
 // library over the channel and on an adapter called in-process (the native baseline), in one
 // run, and reports the ratios. Speed is never asserted: tests check only shape and results.
 #pragma once

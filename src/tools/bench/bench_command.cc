@@ -22,10 +22,10 @@ namespace pvgpu::tools {
 namespace {
 
 constexpr char kDescription[] =
-    "Run one of issue #5's benchmarks. Each runs the same work through pvgpu's guest\n"
-    "libcuda.so.1 over the channel to a host (a private pvgpud on the cpu adapter unless\n"
-    "--host or PVGPU_HOST names one) and on the cpu adapter called in this process (the\n"
-    "native baseline), in one run, and reports the ratios.\n\n"
+    "Run one of pvgpu's benchmarks (docs/benchmarks.md). Each runs the same work through\n"
+    "pvgpu's guest libcuda.so.1 over the channel to a host (a private pvgpud on the cpu\n"
+    "adapter unless --host or PVGPU_HOST names one) and on the cpu adapter called in this\n"
+    "process (the native baseline), in one run, and reports the ratios.\n\n"
     "  latency    empty-kernel launch (pipelined, and with synchronize), stream/event query,\n"
     "             4-byte copies: in-process, channel, channel with PVGPU_PIPELINE=0\n"
     "  bandwidth  HtoD and DtoH, pageable and pinned, 4 KiB to 256 MiB, next to memcpy\n"

@@ -9,7 +9,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The JSON keys of issue #5, with how each is read from one mode's figures.
+// The JSON keys docs/benchmarks.md lists, with how each is read from one mode's figures.
 struct Metric {
   const char* key;
   const char* label;

@@ -1,5 +1,5 @@
-// The latency benchmark's figures and how they become JSON, the table and the targets of
-// issue #5.
+// The latency benchmark's figures and how they become JSON, the table and the targets
+// docs/benchmarks.md states.
 #pragma once
 
 #include <string>

@@ -26,3 +26,13 @@ extern "C" __global__ void mixed_params(char c, double d, short s, long long* ou
   out[2] = s;
   out[3] = i;
 }
+
+// Reverses each block's part of `data` through dynamic shared memory (blockDim.x ints).
+extern "C" __global__ void reverse_block(int* data) {
+  extern __shared__ int tile[];
+  const unsigned int t = threadIdx.x;
+  const unsigned int base = blockIdx.x * blockDim.x;
+  tile[t] = data[base + t];
+  __syncthreads();
+  data[base + t] = tile[blockDim.x - 1 - t];
+}

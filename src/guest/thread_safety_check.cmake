@@ -1,0 +1,36 @@
+# cmake -DCLANGXX=clang++ -DSOURCE_DIR=<dir> -DSOURCES=<list> -DINCLUDES=<list> -DDEFINES=<list>
+#       -P thread_safety_check.cmake
+# Runs clang's thread-safety analysis (syntax only) over a guest library's C++ sources, with
+# the include directories and definitions the build uses; fails on the first violation.
+set(flags -std=c++20 -fsyntax-only -Wthread-safety -Werror=thread-safety -Wno-unknown-warning-option)
+# /usr/include stays a system directory (an -I for it breaks libstdc++'s #include_next).
+list(REMOVE_DUPLICATES INCLUDES)
+foreach(dir IN LISTS INCLUDES)
+  if(dir AND NOT dir STREQUAL "/usr/include")
+    list(APPEND flags "-I${dir}")
+  endif()
+endforeach()
+foreach(def IN LISTS DEFINES)
+  if(def)
+    list(APPEND flags "-D${def}")
+  endif()
+endforeach()
+set(checked 0)
+foreach(source IN LISTS SOURCES)
+  if(NOT source MATCHES "\\.cc$")
+    continue()
+  endif()
+  if(NOT IS_ABSOLUTE "${source}")
+    set(source "${SOURCE_DIR}/${source}")
+  endif()
+  execute_process(COMMAND "${CLANGXX}" ${flags} "${source}"
+                  RESULT_VARIABLE result ERROR_VARIABLE output)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "clang's thread-safety analysis rejects ${source}:\n${output}")
+  endif()
+  math(EXPR checked "${checked} + 1")
+endforeach()
+if(checked EQUAL 0)
+  message(FATAL_ERROR "no C++ sources given: the check would pass vacuously")
+endif()
+message(STATUS "${checked} sources pass clang's thread-safety analysis")
