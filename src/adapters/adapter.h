@@ -51,6 +51,10 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   uint32_t shared_bytes = 0;
+  // cuLaunchCooperativeKernel (CU_LAUNCH_ATTRIBUTE_COOPERATIVE): every block resident at once.
+  // A grid larger than the adapter can hold resident fails with kCooperativeLaunchTooLarge
+  // before anything runs.
+  bool cooperative = false;
 };
 
 // A module describes itself as the guest will see it (ModuleLoad's reply), so the session

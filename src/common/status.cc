@@ -44,6 +44,7 @@ const char* CodeName(Code code) {
     PVGPU_CODE_NAME(kInvalidAddressSpace)
     PVGPU_CODE_NAME(kInvalidPc)
     PVGPU_CODE_NAME(kLaunchFailed)
+    PVGPU_CODE_NAME(kCooperativeLaunchTooLarge)
     PVGPU_CODE_NAME(kNotPermitted)
     PVGPU_CODE_NAME(kNotSupported)
     PVGPU_CODE_NAME(kSystemNotReady)

@@ -52,6 +52,7 @@ enum class Code : int {
   kInvalidAddressSpace = 717,
   kInvalidPc = 718,
   kLaunchFailed = 719,
+  kCooperativeLaunchTooLarge = 720,
   kNotPermitted = 800,
   kNotSupported = 801,
   kSystemNotReady = 802,

@@ -109,10 +109,14 @@ Outcome Session::Execute(const LaunchKernelRequest& request, Span params, Contex
     return Violation("LaunchKernel: parameter buffer of " + std::to_string(params.size()) +
                      " bytes for a kernel taking " + std::to_string(kernel.param_bytes));
   }
+  if (request.cooperative > 1) {
+    return Violation("LaunchKernel: cooperative is " + std::to_string(request.cooperative));
+  }
   adapters::LaunchConfig config;
   config.grid = {request.grid[0], request.grid[1], request.grid[2]};
   config.block = {request.block[0], request.block[1], request.block[2]};
   config.shared_bytes = request.shared_bytes;
+  config.cooperative = request.cooperative != 0;
   std::string printed;
   auto launch = [&] {
     return ctx.impl->Launch(module, request.kernel, config, params,

@@ -1,5 +1,6 @@
 // The session's loop and handlers over the in-process channel (session_fixture.h): handshake,
-// copies, errors reported at synchronization, kernels, faults, the kernel watcher, Goodbye.
+// copies, errors reported at synchronization, kernels (cooperative ones too), faults, the kernel
+// watcher, Goodbye.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -105,6 +106,37 @@ TEST_F(SessionTest, KernelsRunAndPrint) {
   }
   ASSERT_EQ(Launch(1, {}), Code::kOk);
   EXPECT_EQ(printed_, "hello\n");
+}
+
+TEST_F(SessionTest, CooperativeLaunchesReachTheAdapter) {
+  Hello();
+  Open();
+  ModuleDescription description;
+  ASSERT_EQ(LoadModule(ImageKind::kPtx, Bytes(kPtx, sizeof(kPtx)), &description), Code::kOk);
+  const uint64_t data = Alloc(4 * 32);
+  AddOneParams params{data, 20};
+  LaunchKernelRequest launch;
+  launch.ctx = kCtx;
+  launch.module = kModule;
+  launch.kernel = 0;
+  launch.grid[0] = launch.grid[1] = launch.grid[2] = 1;
+  launch.block[0] = 32;
+  launch.block[1] = launch.block[2] = 1;
+  launch.cooperative = 1;
+  ASSERT_EQ(Call(launch, Bytes(&params, 12)), Code::kOk);
+  const std::vector<uint8_t> back = Read(data, 4);
+  uint32_t first;
+  std::memcpy(&first, back.data(), 4);
+  EXPECT_EQ(first, 1u);
+  // A grid no adapter keeps resident is refused before anything runs (as an ordinary launch
+  // it would run for ages), and the context stays usable.
+  launch.grid[0] = 1u << 30;
+  EXPECT_EQ(Call(launch, Bytes(&params, 12)), Code::kCooperativeLaunchTooLarge);
+  EXPECT_NE(Alloc(64), 0u);
+  launch.grid[0] = 1;
+  launch.cooperative = 2;
+  Send(launch, Bytes(&params, 12));
+  ExpectViolation("LaunchKernel: cooperative is 2");
 }
 
 TEST_F(SessionTest, AKernelFaultPoisonsOnlyItsContext) {

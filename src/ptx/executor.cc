@@ -7,6 +7,19 @@
 // the woken thread often has to wait for one. With no queued launch there is nobody to be fair
 // to; launches that arrive meanwhile go to the (idle) workers as usual. At most one such
 // launch per worker runs this way, so the cores are never oversubscribed more than twice.
+//
+// Cooperative launches need every block resident at once, however few workers there are: their
+// blocks wait for each other (grid barriers, flags). Each block gets its own buffers for the
+// launch, and the unit a worker takes is a slice of one block rather than a whole block: every
+// warp of the block runs until it waits at a barrier, exits, uses up its time slice (RunWarp's
+// 4096-instruction budget) or yields in a spin loop (ExecBraSpin: a backward branch over a
+// volatile/acquire load, an atomic or nanosleep yields every kSpinsPerYield iterations). The
+// block then goes to the back of its launch's ready queue. Blocks thus share the workers like
+// threads share cores, interleaved with other launches' blocks as fairly as before, and a
+// block spinning on another costs a few dozen instructions per turn, not a time slice. When a
+// whole round of a launch's blocks only waited, the worker yields its host thread: the block
+// they wait for is in a slice on a worker the host has descheduled. What cooperative launches
+// hold resident is bounded for the whole process, not only per launch (cooperative_budget.h).
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
@@ -15,13 +28,12 @@
 #include <thread>
 
 #include "common/cpus.h"
+#include "ptx/block_run.h"
+#include "ptx/cooperative_budget.h"
 #include "ptx/program.h"
 #include "ptx/warp.h"
 
 namespace pvgpu::ptx {
-
-void RunWarp(Warp& w);
-
 namespace {
 
 constexpr uint64_t kMaxLocalPerBlock = uint64_t{64} << 20;
@@ -30,139 +42,33 @@ constexpr uint64_t kMaxLocalPerBlock = uint64_t{64} << 20;
 // make every session thread hold what only the shared workers hold otherwise.
 constexpr uint64_t kMaxInlineScratch = uint64_t{1} << 20;
 
+// One block of a cooperative launch, resident for the whole launch.
+struct CoopBlock {
+  uint64_t linear = 0;
+  bool started = false;
+  Block block;
+  Scratch scratch;
+};
+
 struct Job {
   LaunchCtx* ctx = nullptr;
   uint64_t total = 0;
   uint64_t next = 0;
   uint32_t inflight = 0;
   bool finished = false;
-};
+  // Cooperative launches: the blocks no worker is running now, and those not yet finished.
+  bool cooperative = false;
+  std::deque<CoopBlock*> ready;
+  uint64_t unfinished = 0;
+  uint64_t waiting_streak = 0;  // slices in a row that ended waiting for another block
 
-// Per-worker buffers reused across blocks so that block start-up does not allocate.
-struct Scratch {
-  std::vector<Warp> warps;
-  std::vector<uint8_t> regs, local, shared;
-  TranslateCache cache;
-  unsigned index = 0;
-  uint64_t launch_id = 0;  // launch whose register templates are in `regs`
+  bool Exhausted() const {
+    return (cooperative ? unfinished == 0 : next >= total) || ctx->failed.load();
+  }
+  bool HasWork() const { return !Exhausted() && (!cooperative || !ready.empty()); }
 };
 
 std::atomic<uint64_t> g_launch_ids{1};
-
-uint8_t* Aligned64(std::vector<uint8_t>& v, size_t bytes) {
-  if (v.size() < bytes + 64) v.resize(bytes + 64);
-  uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
-  return reinterpret_cast<uint8_t*>((p + 63) & ~uintptr_t{63});
-}
-
-void RunBlock(LaunchCtx& L, uint64_t linear, Scratch& s) {
-  const KernelImage& img = *L.image;
-  const Dim3& g = L.config.grid;
-  const Dim3& bd = L.config.block;
-  Block block;
-  block.ctaid =
-      Dim3{static_cast<uint32_t>(linear % g.x), static_cast<uint32_t>((linear / g.x) % g.y),
-           static_cast<uint32_t>(linear / (uint64_t{g.x} * g.y))};
-  const uint32_t nthreads = static_cast<uint32_t>(bd.Count());
-  const uint32_t nwarps = L.num_warps;
-  block.shared_size = L.shared_bytes;
-  block.shared = Aligned64(s.shared, L.shared_bytes);
-  std::memset(block.shared, 0, L.shared_bytes);
-  block.live_threads = nthreads;
-  const size_t reg_stride = (img.reg_bytes + 63) & ~size_t{63};
-  uint8_t* regs = Aligned64(s.regs, reg_stride * nwarps);
-  uint8_t* local = Aligned64(s.local, size_t{img.local_bytes} * nwarps * 32);
-  s.warps.resize(nwarps);
-  block.warps = &s.warps;
-  // Register files are initialized once per worker and launch: constants and special
-  // registers are never written by kernels, and other registers start undefined in PTX, so
-  // later blocks of the same launch only refresh the block-dependent slots.
-  const bool fresh = s.launch_id != L.id;
-  s.launch_id = L.id;
-  for (uint32_t wi = 0; wi < nwarps; ++wi) {
-    Warp& w = s.warps[wi];
-    w.regs = regs + reg_stride * wi;
-    if (fresh) std::memcpy(w.regs, L.reg_template.data(), img.reg_bytes);
-    w.local = local + size_t{img.local_bytes} * 32 * wi;
-    w.local_stride = img.local_bytes;
-    w.code = img.code.data();
-    w.pc = 0;
-    w.blocked = 0;
-    std::memset(w.bar_wait, 0, sizeof(w.bar_wait));
-    w.warp_id = wi;
-    w.block = &block;
-    w.launch = &L;
-    w.cache = &s.cache;
-    w.worker = s.index;
-    uint32_t lanes = std::min<uint32_t>(32, nthreads - wi * 32);
-    w.live = lanes == 32 ? kFullMask : ((1u << lanes) - 1);
-    w.active = w.live;
-    w.next_wait = UINT32_MAX;
-    w.state = WarpState::kRunning;
-    w.uniform_wait = false;
-    w.has_called = false;
-    for (int i = 0; i < 32; ++i) {
-      w.lane_pc[i] = 0;
-      w.stack[i].clear();
-    }
-    const SpecialSlots& sp = img.sp;
-    auto put = [&](uint32_t off, int lane, uint32_t v) {
-      StoreReg<uint32_t>(w.regs, off, lane, v);
-    };
-    for (int i = 0; i < 32; ++i) {
-      put(sp.ctaid[0], i, block.ctaid.x);
-      put(sp.ctaid[1], i, block.ctaid.y);
-      put(sp.ctaid[2], i, block.ctaid.z);
-      StoreReg<uint64_t>(w.regs, sp.fp, i, 0);
-    }
-    for (int i = 0; i < 32 && fresh; ++i) {
-      uint32_t t = wi * 32 + i;
-      put(sp.tid[0], i, t % bd.x);
-      put(sp.tid[1], i, (t / bd.x) % bd.y);
-      put(sp.tid[2], i, t / (bd.x * bd.y));
-      put(sp.ntid[0], i, bd.x);
-      put(sp.ntid[1], i, bd.y);
-      put(sp.ntid[2], i, bd.z);
-      put(sp.nctaid[0], i, g.x);
-      put(sp.nctaid[1], i, g.y);
-      put(sp.nctaid[2], i, g.z);
-      put(sp.laneid, i, i);
-      put(sp.warpid, i, wi);
-      put(sp.nwarpid, i, nwarps);
-      put(sp.smid, i, s.index);
-      put(sp.nsmid, i, 1024);
-      put(sp.lanemask_eq, i, 1u << i);
-      put(sp.lanemask_lt, i, (1u << i) - 1);
-      put(sp.lanemask_le, i, i == 31 ? kFullMask : (2u << i) - 1);
-      put(sp.lanemask_gt, i, i == 31 ? 0 : ~((2u << i) - 1));
-      put(sp.lanemask_ge, i, ~((1u << i) - 1));
-      put(sp.dynamic_smem, i, L.config.dynamic_shared_bytes);
-      put(sp.total_smem, i, L.shared_bytes);
-      StoreReg<uint64_t>(w.regs, sp.gridid, i, 1);
-    }
-  }
-  // Round-robin over warps; each runs until it exits or waits at a barrier.
-  while (!L.failed.load(std::memory_order_relaxed)) {
-    bool progress = false, all_done = true;
-    for (Warp& w : s.warps) {
-      if (w.state == WarpState::kRunning) {
-        if (w.active == 0) w.Reschedule();
-        if (w.state == WarpState::kRunning) {
-          RunWarp(w);
-          progress = true;
-        }
-      }
-      if (w.state != WarpState::kDone) all_done = false;
-      if (L.failed.load(std::memory_order_relaxed)) return;
-    }
-    if (all_done) return;
-    if (!progress) {
-      L.Fail(Status(Code::kLaunchFailed, "barrier deadlock in kernel " + img.name +
-                                             ": every live warp waits at a barrier"));
-      return;
-    }
-  }
-}
 
 }  // namespace
 
@@ -173,7 +79,33 @@ struct Executor::Impl {
   size_t rr = 0;
   bool stop = false;
   size_t inline_running = 0;  // one-block launches running on their callers' threads
+  size_t idle = 0;            // workers waiting while every queued job's work is taken
   std::vector<std::thread> workers;
+
+  // Called with mu held once a job has no work left to hand out and none running.
+  void Finish(Job* job) {
+    auto it = std::find(jobs.begin(), jobs.end(), job);
+    if (it != jobs.end()) jobs.erase(it);
+    job->finished = true;
+    done_cv.notify_all();
+  }
+
+  // The next job with work to hand out, round-robin; drops exhausted jobs on the way.
+  Job* TakeJob() {
+    for (size_t tries = jobs.size(); tries > 0 && !jobs.empty(); --tries) {
+      Job* job = jobs[rr++ % jobs.size()];
+      if (job->Exhausted()) {
+        if (job->inflight == 0) {
+          Finish(job);
+        } else {
+          jobs.erase(std::find(jobs.begin(), jobs.end(), job));
+        }
+        continue;
+      }
+      if (job->HasWork()) return job;
+    }
+    return nullptr;
+  }
 
   void Worker(unsigned index) {
     Scratch scratch;
@@ -182,13 +114,18 @@ struct Executor::Impl {
     while (true) {
       work_cv.wait(lock, [&] { return stop || !jobs.empty(); });
       if (stop) return;
-      Job* job = jobs[rr++ % jobs.size()];
-      if (job->next >= job->total || job->ctx->failed.load()) {
-        jobs.erase(std::find(jobs.begin(), jobs.end(), job));
-        if (job->inflight == 0) {
-          job->finished = true;
-          done_cv.notify_all();
+      Job* job = TakeJob();
+      if (job == nullptr) {
+        // Only cooperative blocks that other workers are running: wait for one to come back.
+        if (!jobs.empty()) {
+          ++idle;
+          work_cv.wait(lock);
+          --idle;
         }
+        continue;
+      }
+      if (job->cooperative) {
+        RunSlice(job, lock);
         continue;
       }
       uint64_t b = job->next++;
@@ -199,11 +136,43 @@ struct Executor::Impl {
       RunBlock(*job->ctx, b, scratch);
       lock.lock();
       --job->inflight;
-      if (job->inflight == 0 && (job->next >= job->total || job->ctx->failed.load()) &&
-          std::find(jobs.begin(), jobs.end(), job) == jobs.end()) {
-        job->finished = true;
-        done_cv.notify_all();
-      }
+      if (job->inflight == 0 && job->Exhausted()) Finish(job);
+    }
+  }
+
+  // Runs one slice of a cooperative launch's next ready block, then queues it again.
+  void RunSlice(Job* job, std::unique_lock<std::mutex>& lock) {
+    CoopBlock* b = job->ready.front();
+    job->ready.pop_front();
+    ++job->inflight;
+    lock.unlock();
+    LaunchCtx& L = *job->ctx;
+    if (!b->started) {
+      b->started = true;
+      b->scratch.index = static_cast<unsigned>(b->linear % workers.size());
+      StartBlock(L, b->linear, b->block, b->scratch);
+    }
+    const SliceEnd end = RunBlockSlice(L, b->scratch);
+    if (end == SliceEnd::kFinished) b->scratch = Scratch{};  // its memory goes back at once
+    lock.lock();
+    --job->inflight;
+    if (end == SliceEnd::kFinished) {
+      --job->unfinished;
+    } else {
+      job->ready.push_back(b);
+      if (idle > 0) work_cv.notify_one();
+    }
+    // A whole round of the launch's blocks that only waited means the block they wait for is
+    // on a worker the host is not running (more threads than cores): let the host run it
+    // rather than spin through this worker's time slice.
+    job->waiting_streak = end == SliceEnd::kWaiting ? job->waiting_streak + 1 : 0;
+    const bool all_waiting = job->unfinished > 0 && job->waiting_streak >= job->unfinished;
+    if (all_waiting) job->waiting_streak = 0;
+    if (job->inflight == 0 && job->Exhausted()) Finish(job);  // job may be gone after this
+    if (all_waiting) {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
     }
   }
 };
@@ -263,6 +232,10 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   L.num_warps = static_cast<uint32_t>((b.Count() + 31) / 32);
   L.reg_template = img->reg_template;
   L.reg_template.resize(std::max<size_t>(L.reg_template.size(), img->reg_bytes));
+  for (const auto& [index, reg] : img->envregs) {
+    uint32_t* p = reinterpret_cast<uint32_t*>(L.reg_template.data() + reg);
+    for (int i = 0; i < 32; ++i) p[i] = env.envreg[index];
+  }
   for (const LaunchConst& lc : img->launch_consts) {
     uint64_t v;
     if (lc.global == -2) {
@@ -286,11 +259,35 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   Job job;
   job.ctx = &L;
   job.total = g.Count();
-  const uint64_t scratch = ((uint64_t{img->reg_bytes} + 63) & ~uint64_t{63}) * L.num_warps +
-                           uint64_t{img->local_bytes} * 32 * L.num_warps + L.shared_bytes;
+  const uint64_t scratch = BlockScratchBytes(L);
+  uint64_t resident = 0;  // taken from the process's budget, given back on return
+  struct Release {        // after the blocks' buffers are gone (declared before them)
+    const uint64_t& bytes;
+    ~Release() {
+      if (bytes != 0) ReleaseCooperativeResident(bytes);
+    }
+  } release{resident};
+  std::vector<CoopBlock> coop_blocks;
+  if (config.cooperative) {
+    const uint64_t per_block = scratch + sizeof(CoopBlock) + uint64_t{sizeof(Warp)} * L.num_warps;
+    if (job.total > kMaxCooperativeResidentBytes / per_block)
+      return Error(Code::kLaunchOutOfResources,
+                   "a cooperative grid of " + std::to_string(job.total) + " blocks needs " +
+                       std::to_string(per_block) + " bytes per resident block, over the " +
+                       std::to_string(kMaxCooperativeResidentBytes >> 20) + " MiB limit");
+    PVGPU_TRY(ReserveCooperativeResident(job.total * per_block, env.cancel));
+    resident = job.total * per_block;
+    coop_blocks.resize(job.total);
+    for (uint64_t i = 0; i < job.total; ++i) {
+      coop_blocks[i].linear = i;
+      job.ready.push_back(&coop_blocks[i]);
+    }
+    job.cooperative = true;
+    job.unfinished = job.total;
+  }
   {
     std::unique_lock<std::mutex> lock(impl_->mu);
-    if (job.total == 1 && scratch <= kMaxInlineScratch && impl_->jobs.empty() &&
+    if (job.total == 1 && !job.cooperative && scratch <= kMaxInlineScratch && impl_->jobs.empty() &&
         impl_->inline_running < impl_->workers.size()) {
       ++impl_->inline_running;
       lock.unlock();

@@ -30,4 +30,12 @@ FastLdFn FastSharedLd32();
 // Packs 32 per-lane 0/-1 words into a mask (ops_simd.cc).
 uint32_t PackLaneMask(const int32_t* v);
 
+// The memory order a load, store or atomic asks for (.acquire, .release, .acq_rel; .sc and
+// fences are sequentially consistent). Blocks of a launch run on different host threads, so
+// an acquire or release becomes a host fence around the access (ops_move.cc): before a release,
+// after an acquire. Call EmitReleaseFence before resolving the instruction's operands and
+// EmitAcquireFence after emitting it.
+void EmitReleaseFence(LowerCtx& c);
+void EmitAcquireFence(LowerCtx& c);
+
 }  // namespace pvgpu::ptx

@@ -5,6 +5,11 @@
 
 namespace pvgpu::ptx {
 
+// bra: aux is the target pc.
+bool ExecBra(const Inst& in, Warp& w, uint32_t mask);
+// A backward bra closing a spin loop (its body polls memory): in a cooperative launch the warp
+// yields every few iterations so that the blocks it waits for get the worker.
+bool ExecBraSpin(const Inst& in, Warp& w, uint32_t mask);
 bool ExecRet(const Inst& in, Warp& w, uint32_t mask);
 bool ExecExit(const Inst& in, Warp& w, uint32_t mask);
 // a[0]: dst (64-bit class), aux: 0 clock (32-bit dst), 1 clock64, 2 globaltimer

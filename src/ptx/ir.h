@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ptx/ptx.h"
@@ -147,6 +148,9 @@ struct KernelImage {
   std::vector<CallSite> calls;
   std::vector<IndirectTargets> indirect;
   std::vector<LaunchConst> launch_consts;
+  // %envregN the kernel reads: {N, register offset}, filled from LaunchEnv::envreg at launch.
+  // Slots exist only for the registers a kernel names, so other kernels' files do not grow.
+  std::vector<std::pair<uint32_t, uint32_t>> envregs;
   std::vector<uint8_t> reg_template;  // initial register file (constants filled in)
   uint32_t reg_bytes = 0;
   SpecialSlots sp{};

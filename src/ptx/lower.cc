@@ -153,6 +153,25 @@ uint32_t LowerCtx::AllocReg(char cls) {
 
 uint32_t LowerCtx::Temp(char cls) { return AllocReg(cls); }
 
+void LowerCtx::DeclareEnvReg(const std::string& name) {
+  constexpr std::string_view kPrefix = "%envreg";
+  if (name.size() <= kPrefix.size() || name.size() > kPrefix.size() + 2 ||
+      name.compare(0, kPrefix.size(), kPrefix) != 0 || module_syms_.count(name))
+    return;
+  const std::string digits = name.substr(kPrefix.size());
+  for (char ch : digits)
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return;
+  const uint32_t index = static_cast<uint32_t>(std::stoul(digits));
+  if (index >= static_cast<uint32_t>(kNumEnvRegs) || std::to_string(index) != digits) return;
+  Sym s;
+  s.kind = Sym::Kind::kReg;
+  s.cls = 'w';
+  s.ty = Ty::kB32;
+  s.off = AllocReg('w');
+  module_syms_[name] = s;
+  img_.envregs.emplace_back(index, s.off);
+}
+
 uint32_t LowerCtx::Const(char cls, uint64_t bits) {
   if (cls == 'p') bits = bits ? kFullMask : 0;
   if (cls == 'w') bits &= 0xFFFFFFFFu;
@@ -273,6 +292,7 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
   ast::Operand renamed;
   const ast::Operand* op = &o_in;
   uint32_t probe;
+  if (o_in.kind == K::kReg || o_in.kind == K::kSymbol) DeclareEnvReg(o_in.name);
   if (o_in.kind == K::kSymbol) {
     const Sym* s = Lookup(o_in.name, &probe);
     if (s && s->kind == Sym::Kind::kReg) {
@@ -403,6 +423,7 @@ StatusOr<uint32_t> LowerCtx::DstOp(const ast::Operand& o, Ty t) {
   if (o.kind == ast::Operand::Kind::kSink) return Temp(want);
   if ((o.kind != ast::Operand::Kind::kReg && o.kind != ast::Operand::Kind::kSymbol) || o.neg)
     return ErrAt(o, "expected a destination register");
+  DeclareEnvReg(o.name);
   uint32_t off;
   const Sym* s = Lookup(o.name, &off);
   if (!s || s->kind != Sym::Kind::kReg) return ErrAt(o, "unknown register " + o.name);
@@ -432,6 +453,7 @@ StatusOr<Addr> LowerCtx::Address(const ast::Operand& o, MemSpace space) {
     if (space == MemSpace::kGeneric) a.space = MemSpace::kGlobal;
     return a;
   }
+  DeclareEnvReg(o.name);
   uint32_t off;
   const Sym* s = Lookup(o.name, &off);
   if (!s) return ErrAt(o, "unknown symbol " + o.name);

@@ -128,6 +128,10 @@ class LowerCtx {
                                         const std::vector<ast::Operand>& rets);
   // Frame offset and size of a .param/.local symbol of the current function.
   StatusOr<uint32_t> FrameSymOffset(const ast::Operand& o, uint32_t* size);
+  // Marks the instruction emitted next as one that waits on other threads (a volatile, relaxed
+  // or acquire load, an atomic, nanosleep): a backward branch over it closes a spin loop, which
+  // yields to other blocks in cooperative launches.
+  void MarkPoll() { poll_pcs_.push_back(static_cast<uint32_t>(img_.code.size())); }
 
  private:
   struct PendingLabel {
@@ -155,6 +159,11 @@ class LowerCtx {
   StatusOr<const Sym*> SharedSym(const std::string& name);
   uint32_t AllocReg(char cls);
   Status CheckRecursion();
+  // Gives %envregN a register slot the first time the kernel names it.
+  void DeclareEnvReg(const std::string& name);
+  // Turns the current function's backward branches that close a loop containing a poll into
+  // spinning branches (ExecBraSpin).
+  void MarkSpinLoops();
 
   const ast::Module& mod_;
   ProgramImpl& prog_;
@@ -171,6 +180,7 @@ class LowerCtx {
   std::vector<PendingLabel> pending_labels_;
   std::vector<PendingCall> pending_calls_;
   std::vector<Inst> fixups_;
+  std::vector<uint32_t> poll_pcs_;  // ascending
   std::map<std::pair<char, uint64_t>, uint32_t> consts_;
   std::vector<FuncState> funcs_;
   std::vector<int> worklist_;

@@ -276,8 +276,19 @@ Status LowerCtx::LowerFunction(int fi) {
     if (it == labels_.end()) return PtxErrorAt(p.line, p.col, "unknown label " + p.label);
     img_.code[p.pc].aux = it->second;
   }
+  MarkSpinLoops();
   fs.frame = AlignUp(frame_cursor_, 16);
   return Status::Ok();
+}
+
+void LowerCtx::MarkSpinLoops() {
+  for (const auto& p : pending_labels_) {
+    Inst& in = img_.code[p.pc];
+    const uint32_t target = static_cast<uint32_t>(in.aux);
+    if (in.fn != ExecBra || target > p.pc) continue;
+    auto poll = std::lower_bound(poll_pcs_.begin(), poll_pcs_.end(), target);
+    if (poll != poll_pcs_.end() && *poll <= p.pc) in.fn = ExecBraSpin;
+  }
 }
 
 Status LowerCtx::LowerKernel(int fi) {

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "ptx/exec_util.h"
+#include "ptx/families.h"
 #include "ptx/memory.h"
 
 namespace pvgpu::ptx {
@@ -113,6 +114,7 @@ Status LowerAtomRed(LowerCtx& c, bool is_red) {
   size_t first = is_red ? 0 : 1;
   size_t nsrc = op == kCas ? 2 : 1;
   PVGPU_TRY(c.NeedOps(first + 1 + nsrc));
+  EmitReleaseFence(c);
   PVGPU_ASSIGN_OR_RETURN(Addr a, c.Address(c.ops()[first], space));
   Inst in;
   switch (a.space) {
@@ -138,8 +140,10 @@ Status LowerAtomRed(LowerCtx& c, bool is_red) {
   }
   if (!is_red) {
     PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, t));
+    c.MarkPoll();  // a loop around an atomic (a lock, a counter) may wait for other threads
   }
   c.Emit(in);
+  EmitAcquireFence(c);
   return Status::Ok();
 }
 

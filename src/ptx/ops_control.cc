@@ -10,14 +10,12 @@
 
 namespace pvgpu::ptx {
 
-bool IsBuiltinExternal(std::string_view name) { return name == "vprintf" || name == "__assertfail"; }
+bool IsBuiltinExternal(std::string_view name) {
+  return name == "vprintf" || name == "__assertfail";
+}
 
 bool ExecBuiltinPrintf(const Inst& in, Warp& w, uint32_t m);
 bool ExecBuiltinAssert(const Inst& in, Warp& w, uint32_t m);
-
-namespace {
-
-constexpr size_t kMaxCallDepth = 1024;
 
 bool ExecBra(const Inst& in, Warp& w, uint32_t m) {
   const uint32_t target = static_cast<uint32_t>(in.aux);
@@ -33,6 +31,20 @@ bool ExecBra(const Inst& in, Warp& w, uint32_t m) {
   w.Reschedule();
   return true;
 }
+
+bool ExecBraSpin(const Inst& in, Warp& w, uint32_t m) {
+  ExecBra(in, w, m);
+  if (w.launch->config.cooperative && w.state == WarpState::kRunning &&
+      ++w.spins >= kSpinsPerYield) {
+    w.spins = 0;
+    w.state = WarpState::kYielded;
+  }
+  return true;
+}
+
+namespace {
+
+constexpr size_t kMaxCallDepth = 1024;
 
 // Lanes in `gone` leave the warp; the other active lanes continue after the instruction.
 void ExitLanes(Warp& w, uint32_t gone) {
@@ -188,6 +200,11 @@ Status LowerRet(LowerCtx& c) { return LowerRetOrExit(c, c.in_kernel() ? ExecExit
 Status LowerExit(LowerCtx& c) { return LowerRetOrExit(c, ExecExit); }
 Status LowerTrap(LowerCtx& c) { return LowerRetOrExit(c, ExecTrap); }
 Status LowerNoOp(LowerCtx& c) { return LowerRetOrExit(c, ExecNoOp); }
+// A thread that sleeps in a loop waits for another: the loop is a spin loop.
+Status LowerNanosleep(LowerCtx& c) {
+  c.MarkPoll();
+  return LowerNoOp(c);
+}
 
 // call[.uni] [(rets),] func[, (args)][, proto];
 Status LowerCall(LowerCtx& c) {
@@ -281,7 +298,7 @@ void RegisterControl(OpTable& t) {
   t.Add("trap", LowerTrap);
   t.Add("brkpt", LowerNoOp);
   t.Add("pmevent", LowerNoOp);
-  t.Add("nanosleep", LowerNoOp);
+  t.Add("nanosleep", LowerNanosleep);
 }
 
 }  // namespace pvgpu::ptx

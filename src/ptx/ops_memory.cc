@@ -251,6 +251,7 @@ Status LowerLdSt(LowerCtx& c, bool store) {
   if (c.Has(".v8")) return c.Unsupported();
   const ast::Operand& addr_op = store ? c.ops()[0] : c.ops()[1];
   const ast::Operand& val_op = store ? c.ops()[1] : c.ops()[0];
+  if (store) EmitReleaseFence(c);
   PVGPU_ASSIGN_OR_RETURN(Addr a, c.Address(addr_op, SpaceFromMods(c)));
   Inst in;
   in.a[4] = a.base;
@@ -295,7 +296,10 @@ Status LowerLdSt(LowerCtx& c, bool store) {
       PVGPU_ASSIGN_OR_RETURN(in.a[k], c.DstOp(elems[k], val_ty));
     }
   }
+  // A load that must see other threads' stores is how a thread waits for them.
+  if (!store && (c.Has(".volatile") || c.Has(".relaxed") || c.Has(".acquire"))) c.MarkPoll();
   c.Emit(in);
+  if (!store) EmitAcquireFence(c);
   return Status::Ok();
 }
 

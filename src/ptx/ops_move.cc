@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "ptx/exec_util.h"
+#include "ptx/families.h"
 #include "ptx/memory.h"
 
 namespace pvgpu::ptx {
@@ -187,6 +188,14 @@ bool ExecFence(const Inst&, Warp&, uint32_t) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return false;
 }
+bool ExecFenceAcquire(const Inst&, Warp&, uint32_t) {
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return false;
+}
+bool ExecFenceRelease(const Inst&, Warp&, uint32_t) {
+  std::atomic_thread_fence(std::memory_order_release);
+  return false;
+}
 bool ExecNop(const Inst&, Warp&, uint32_t) { return false; }
 
 Status LowerFence(LowerCtx& c) {
@@ -203,6 +212,20 @@ Status LowerNop(LowerCtx& c) {
 }
 
 }  // namespace
+
+void EmitReleaseFence(LowerCtx& c) {
+  if (!c.Has(".release") && !c.Has(".acq_rel") && !c.Has(".sc")) return;
+  Inst in;
+  in.fn = c.Has(".sc") ? ExecFence : ExecFenceRelease;
+  c.Emit(in);
+}
+
+void EmitAcquireFence(LowerCtx& c) {
+  if (!c.Has(".acquire") && !c.Has(".acq_rel") && !c.Has(".sc")) return;
+  Inst in;
+  in.fn = c.Has(".sc") ? ExecFence : ExecFenceAcquire;
+  c.Emit(in);
+}
 
 void RegisterMove(OpTable& t) {
   t.Add("mov", LowerMov);

@@ -183,17 +183,24 @@ class Parser {
     v.space = SpaceOf(st.text);
     v.line = st.line;
     v.col = st.col;
+    // Kernel parameter attributes (.param .u64 .ptr [.space] [.align N] p): the state space and
+    // alignment of the memory the pointer points to, which change nothing about the parameter
+    // itself: it keeps its type's size and natural alignment.
+    bool pointer_attributes = false;
     while (Peek().kind == TokKind::kDotIdent) {
       const Token& q = Next();
       if (q.text == ".align") {
         PVGPU_ASSIGN_OR_RETURN(uint64_t a, ExpectUint());
         if (a == 0 || (a & (a - 1)) || a > 4096) return Err(q, "bad alignment");
-        v.align = static_cast<uint32_t>(a);
+        if (!pointer_attributes) v.align = static_cast<uint32_t>(a);
       } else if (q.text == ".v2" || q.text == ".v4" || q.text == ".v8") {
         v.vector = static_cast<uint32_t>(q.text[2] - '0');
-      } else if (q.text == ".ptr" || q.text == ".global" || q.text == ".const" ||
-                 q.text == ".shared" || q.text == ".local") {
-        // .param .u64 .ptr .global .align 1 p: attributes only.
+      } else if (q.text == ".ptr") {
+        if (v.space != ast::Space::kParam) return Err(q, ".ptr outside a parameter declaration");
+        pointer_attributes = true;
+      } else if (pointer_attributes && (q.text == ".global" || q.text == ".const" ||
+                                        q.text == ".shared" || q.text == ".local")) {
+        // the pointee's state space: a hint for the compiler
       } else if (IsTypeName(q.text)) {
         v.type = std::string(q.text);
       } else if (q.text == ".attribute" || q.text == ".unified") {

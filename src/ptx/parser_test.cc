@@ -4,6 +4,7 @@
 
 #include "ptx/lexer.h"
 #include "ptx/ptx.h"
+#include "ptx/test_util.h"
 
 namespace pvgpu::ptx {
 namespace {
@@ -179,6 +180,59 @@ TEST(ProgramTest, MetadataForAdapter) {
   EXPECT_EQ(prog.globals()[2].relocs[0].target, 0);
   EXPECT_EQ(prog.FindGlobal("c"), 1);
   EXPECT_NE(info.find("1 kernel"), std::string::npos);
+}
+
+// `.ptr [.space] [.align N]` on a kernel parameter describes the memory it points to (PTX ISA,
+// kernel function parameter attributes); the parameter keeps its type's size and natural
+// alignment. Kernels such as cuRAND's declare `.param .u64 .ptr .align 1 p`.
+TEST(ProgramTest, PointerAttributesKeepTheParameterLayout) {
+  const std::string text = std::string(kHeader) + R"(
+.visible .entry k(.param .u32 n, .param .u64 .ptr .align 1 out, .param .u8 c,
+                  .param .u64 .ptr .global .align 16 in, .param .u32 .ptr.const.align 8 m)
+{
+  .reg .b16 %h<2>;
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<4>;
+  ld.param.u32 %r0, [n];
+  ld.param.u64 %rd0, [out];
+  ld.param.u8 %h0, [c];
+  cvt.u32.u16 %r1, %h0;
+  ld.param.u64 %rd1, [in];
+  ld.param.u32 %r2, [m];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.global.u32 %r3, [%rd2];
+  add.u32 %r3, %r3, %r0;
+  add.u32 %r3, %r3, %r1;
+  add.u32 %r3, %r3, %r2;
+  cvta.to.global.u64 %rd3, %rd0;
+  st.global.u32 [%rd3], %r3;
+  ret;
+}
+)";
+  testing::Runner runner(text);
+  ASSERT_TRUE(runner.ok()) << runner.load_status().ToString();
+  const KernelInfo& k = runner.program().kernels()[0];
+  ASSERT_EQ(k.params.size(), 5u);
+  const uint32_t offsets[] = {0, 8, 16, 24, 32};
+  const uint32_t sizes[] = {4, 8, 1, 8, 4};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(k.params[i].offset, offsets[i]) << "parameter " << i;
+    EXPECT_EQ(k.params[i].size, sizes[i]) << "parameter " << i;
+  }
+  EXPECT_EQ(k.param_bytes, 36u);
+  const uint64_t in = runner.mem().Upload(std::vector<uint32_t>{1000});
+  const uint64_t out = runner.mem().Upload(std::vector<uint32_t>{0});
+  ASSERT_TRUE(
+      runner.Launch("k", {1, 1, 1}, {1, 1, 1}, {uint32_t{20}, out, uint8_t{3}, in, uint32_t{400}})
+          .ok());
+  EXPECT_EQ(runner.mem().Download<uint32_t>(out, 1)[0], 1423u);
+}
+
+TEST(ParserTest, PointerAttributesOnlyOnParameters) {
+  auto p = LoadProgram(std::string(kHeader) +
+                       ".visible .entry k()\n{\n  .local .u64 .ptr .align 4 x;\n  ret;\n}\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find(".ptr"), std::string::npos) << p.status().ToString();
 }
 
 }  // namespace

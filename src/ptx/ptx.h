@@ -20,8 +20,15 @@
 //    call per thread, serialized per launch; when unset the text goes to stdout.
 //  - Cancellation: set *LaunchEnv::cancel; running warps notice within a few thousand
 //    instructions and Launch returns kLaunchFailed.
+//  - Cooperative launches (LaunchConfig::cooperative): every block of the grid is resident at
+//    once, so blocks may wait on each other (cooperative_groups' grid barrier, flags spun on).
+//    The adapter decides how large a cooperative grid may be (the co-residency it reports
+//    through occupancy) and refuses larger ones before calling Launch; it also places the
+//    driver's grid workspace in device memory and passes its address in %envreg1 (high 32
+//    bits) and %envreg2 (low 32 bits), see LaunchEnv::envreg.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -135,7 +142,16 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   uint32_t dynamic_shared_bytes = 0;
+  // Every block resident at once: the engine time-slices the blocks over its workers instead
+  // of running each to completion (see executor.cc).
+  bool cooperative = false;
 };
+
+// The PTX special registers %envreg0..%envreg31: read-only, defined by the driver per launch.
+inline constexpr int kNumEnvRegs = 32;
+// cooperative_groups reads the grid workspace's address from these (high, low 32 bits).
+inline constexpr int kGridWorkspaceEnvRegHi = 1;
+inline constexpr int kGridWorkspaceEnvRegLo = 2;
 
 struct LaunchEnv {
   AddressSpace* memory = nullptr;
@@ -145,6 +161,8 @@ struct LaunchEnv {
   const std::atomic<bool>* cancel = nullptr;
   // Receives device printf output (vprintf), already formatted.
   std::function<void(std::string_view)> print;
+  // Values of %envreg0..31 for this launch (0 unless the adapter sets them).
+  std::array<uint32_t, kNumEnvRegs> envreg{};
 };
 
 // Runs kernels. One per adapter; its worker threads are shared by every launch so that several
@@ -163,7 +181,9 @@ class Executor {
   // KernelInfo::params describes. Faults come back as sticky codes: kIllegalAddress,
   // kMisalignedAddress, kLaunchFailed (trap or cancel), kAssert, kIllegalInstruction; a bad
   // configuration (block too large, too much shared memory) as kInvalidValue or
-  // kLaunchOutOfResources before anything runs.
+  // kLaunchOutOfResources before anything runs; so is a cooperative grid whose blocks' state
+  // (registers, local and shared memory, all resident at once) exceeds
+  // kMaxCooperativeResidentBytes.
   Status Launch(const Program& program, const KernelInfo& kernel, const LaunchConfig& config,
                 std::span<const uint8_t> params, const LaunchEnv& env);
 
@@ -177,5 +197,8 @@ inline constexpr uint32_t kMaxThreadsPerBlock = 1024;
 inline constexpr uint32_t kMaxSharedBytesPerBlock = 48 * 1024;
 inline constexpr uint32_t kMaxSharedBytesPerBlockOptin = 96 * 1024;
 inline constexpr uint32_t kWarpSize = 32;
+// Host memory a cooperative launch may hold for its resident blocks' registers, local and
+// shared memory.
+inline constexpr uint64_t kMaxCooperativeResidentBytes = uint64_t{512} << 20;
 
 }  // namespace pvgpu::ptx

@@ -1,6 +1,7 @@
 // Interpreter versus plain C++ on the corpus kernels (single worker thread against a single
-// native thread, so the ratio is the interpreter's per-core overhead).
-//   ptx_benchmark [corpus_dir]
+// native thread, so the ratio is the interpreter's per-core overhead), and a cooperative
+// launch's grid barriers against a launch per step ("coop").
+//   ptx_benchmark [corpus_dir] [sgemm|nbody|reduce|coop]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -68,6 +69,60 @@ __attribute__((noinline)) float NativeReduce(const float* in, int n) {
   float s = 0;
   for (int i = 0; i < n; ++i) s += in[i];
   return s;
+}
+
+// Grid barriers against a launch per step: coop_stencil runs `iters` steps in one cooperative
+// launch (16 blocks resident, a grid.sync() per step); stencil_step does one step per ordinary
+// launch. Wall time says how long the blocks wait for each other; CPU time what the waiting
+// (spinning on the barrier) costs the host.
+void CoopRows(const std::string& dir) {
+  testing::Runner r(testing::Runner::ReadFile(dir + "/coop_sm75.ptx"));
+  if (!r.ok()) {
+    std::fprintf(stderr, "cannot load coop_sm75.ptx: %s\n", r.load_status().ToString().c_str());
+    return;
+  }
+  const int n = 1 << 16, iters = 32;
+  std::vector<uint32_t> init(n);
+  for (int i = 0; i < n; ++i) init[i] = static_cast<uint32_t>(i * 2654435761u % 1000003u);
+  uint64_t a = r.mem().Upload(init), b = r.mem().Alloc(n * 4);
+  // Best of 5 for wall and CPU time separately.
+  auto measure = [](auto&& f, double* wall, double* cpu) {
+    *wall = *cpu = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      auto t0 = Clock::now();
+      double c0 = CpuSeconds();
+      f();
+      *cpu = std::min(*cpu, CpuSeconds() - c0);
+      *wall = std::min(*wall, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+  };
+  std::printf(
+      "\n%d stencil steps over %d words, 16 blocks x 128 threads: one cooperative launch"
+      " with a grid barrier per step vs a launch per step (best of 5, ms)\n"
+      "%-8s %12s %12s %12s %12s\n",
+      iters, n, "workers", "barrier wall", "launch wall", "barrier cpu", "launch cpu");
+  for (unsigned workers : {1u, 2u}) {
+    Executor ex(workers);
+    double cw, cc, lw, lc;
+    measure(
+        [&] {
+          Status s =
+              r.LaunchCooperative(ex, "coop_stencil", {16, 1, 1}, {128, 1, 1}, {a, b, n, iters});
+          if (!s.ok()) std::fprintf(stderr, "coop_stencil: %s\n", s.ToString().c_str());
+        },
+        &cw, &cc);
+    measure(
+        [&] {
+          for (int it = 0; it < iters; ++it) {
+            Status s = r.Launch(ex, "stencil_step", {16, 1, 1}, {128, 1, 1},
+                                {it & 1 ? b : a, it & 1 ? a : b, n});
+            if (!s.ok()) std::fprintf(stderr, "stencil_step: %s\n", s.ToString().c_str());
+          }
+        },
+        &lw, &lc);
+    std::printf("%-8u %12.2f %12.2f %12.2f %12.2f\n", workers, cw * 1e3, lw * 1e3, cc * 1e3,
+                lc * 1e3);
+  }
 }
 
 int Main(int argc, char** argv) {
@@ -141,6 +196,7 @@ int Main(int argc, char** argv) {
     double tn = TimeIt([&] { sink = NativeReduce(in.data(), n); }, 10);
     std::printf("%-12s %12.2f %12.2f %8.1f\n", "reduce4M", ti * 1e3, tn * 1e3, ti / tn);
   }
+  if (want("coop")) CoopRows(dir);
   return 0;
 }
 

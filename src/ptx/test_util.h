@@ -1,6 +1,7 @@
 // Test helpers: an AddressSpace that owns its allocations and a small launcher.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -24,6 +25,10 @@ class TestMemory final : public AddressSpace {
     next_ += 0x1000;
     allocs_[base] = std::vector<uint8_t>(bytes);
     return base;
+  }
+  void Free(uint64_t base) {
+    std::lock_guard<std::mutex> l(mu_);
+    allocs_.erase(base);
   }
   template <typename T>
   uint64_t Upload(const std::vector<T>& v) {
@@ -157,6 +162,35 @@ class Runner {
 
   Status Launch(const std::string& kernel, Dim3 grid, Dim3 block, std::vector<Arg> args,
                 uint32_t shared = 0, const std::atomic<bool>* cancel = nullptr) {
+    return Launch(SharedExecutor(), kernel, grid, block, std::move(args), shared, cancel);
+  }
+  Status Launch(Executor& executor, const std::string& kernel, Dim3 grid, Dim3 block,
+                std::vector<Arg> args, uint32_t shared = 0,
+                const std::atomic<bool>* cancel = nullptr) {
+    return LaunchWith(executor, kernel, LaunchConfig{grid, block, shared}, std::move(args), {},
+                      cancel);
+  }
+
+  // A cooperative launch as the cpu adapter makes one: a zeroed grid workspace in device
+  // memory for the launch's lifetime, its address in %envreg1 (high half) and %envreg2 (low).
+  Status LaunchCooperative(Executor& executor, const std::string& kernel, Dim3 grid, Dim3 block,
+                           std::vector<Arg> args, uint32_t shared = 0,
+                           const std::atomic<bool>* cancel = nullptr) {
+    const uint64_t workspace = mem_.Alloc(kWorkspaceBytes);
+    std::array<uint32_t, kNumEnvRegs> envreg{};
+    envreg[kGridWorkspaceEnvRegHi] = static_cast<uint32_t>(workspace >> 32);
+    envreg[kGridWorkspaceEnvRegLo] = static_cast<uint32_t>(workspace);
+    Status s = LaunchWith(executor, kernel, LaunchConfig{grid, block, shared, true},
+                          std::move(args), envreg, cancel);
+    mem_.Free(workspace);
+    return s;
+  }
+  static constexpr size_t kWorkspaceBytes = 64;
+
+  // The general form: any configuration and %envreg values.
+  Status LaunchWith(Executor& executor, const std::string& kernel, const LaunchConfig& config,
+                    std::vector<Arg> args, const std::array<uint32_t, kNumEnvRegs>& envreg,
+                    const std::atomic<bool>* cancel = nullptr) {
     const KernelInfo* k = loaded_.program->FindKernel(kernel);
     if (!k) return Error(Code::kNotFound, "no kernel " + kernel);
     if (args.size() != k->params.size()) return Error(Code::kInvalidValue, "wrong argument count");
@@ -174,9 +208,10 @@ class Runner {
       std::lock_guard<std::mutex> l(print_mu_);
       printed_ += s;
     };
-    return SharedExecutor().Launch(*loaded_.program, *k, LaunchConfig{grid, block, shared}, buf,
-                                   env);
+    env.envreg = envreg;
+    return executor.Launch(*loaded_.program, *k, config, buf, env);
   }
+
   std::string printed() {
     std::lock_guard<std::mutex> l(print_mu_);
     return printed_;

@@ -12,6 +12,7 @@
 
 #include "ptx/families.h"
 #include "ptx/program.h"
+#include "ptx/warp_loop.h"
 
 namespace pvgpu::ptx {
 
@@ -111,35 +112,6 @@ uint8_t* TranslateGlobal(Warp& w, uint64_t addr, uint32_t size) {
 }
 
 // Runs the warp until it finishes, blocks at a barrier, faults or the launch stops.
-void RunWarp(Warp& w) {
-  const Inst* code = w.code;
-  uint32_t budget = 4096;
-  while (w.state == WarpState::kRunning) {
-    if (--budget == 0) {
-      budget = 4096;
-      if (w.launch->Stopped()) {
-        if (!w.launch->failed.load()) {
-          w.launch->Fail(
-              Status(Code::kLaunchFailed, "launch cancelled in kernel " + w.launch->image->name));
-        }
-        w.state = WarpState::kDone;
-        return;
-      }
-    }
-    const Inst& in = code[w.pc];
-    uint32_t m = w.active;
-    if (in.guard != kNoReg) {
-      uint32_t p = *RegPtr<uint32_t>(w.regs, in.guard);
-      m &= in.guard_neg ? ~p : p;
-    }
-    if (m != 0 && in.fn(in, w, m)) {
-      if (w.state != WarpState::kRunning) return;
-      if (w.active == 0 || w.pc >= w.next_wait) w.Reschedule();
-      continue;
-    }
-    ++w.pc;
-    if (w.pc >= w.next_wait) w.Reschedule();
-  }
-}
+void RunWarp(Warp& w) { RunWarpLoop<false>(w); }
 
 }  // namespace pvgpu::ptx

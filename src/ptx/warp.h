@@ -57,7 +57,12 @@ struct Frame {
   uint32_t callsite;
 };
 
-enum class WarpState : uint8_t { kRunning, kBlocked, kDone };
+// kYielded: runnable, but gave up the worker (cooperative launches only, see ExecBraSpin); the
+// block's scheduler makes it kRunning again.
+enum class WarpState : uint8_t { kRunning, kBlocked, kDone, kYielded };
+
+// Iterations of a spin loop a warp runs before it yields in a cooperative launch.
+inline constexpr uint32_t kSpinsPerYield = 16;
 
 struct Warp {
   uint8_t* regs = nullptr;
@@ -76,6 +81,7 @@ struct Warp {
   // restore the group without scanning lane_pc.
   bool uniform_wait = false;
   bool has_called = false;  // some lane has entered a .func since the block started
+  uint32_t spins = 0;       // spin-loop iterations since the warp last yielded
   uint32_t warp_id = 0;
   Block* block = nullptr;
   LaunchCtx* launch = nullptr;

@@ -67,9 +67,13 @@ int main(void) {
   CHECK(cuLaunchKernelEx(&config, write_index, args, NULL));
   CHECK(cuMemcpyDtoH(host, d, sizeof(host)));
   EXPECT_TRUE(host[0] == 0 && host[1023] == 1023);
+  /* ... and cooperatively: four blocks are resident at once on any device that has one */
   attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
   attr.value.cooperative = 1;
-  EXPECT_RESULT(CUDA_ERROR_NOT_SUPPORTED, cuLaunchKernelEx(&config, write_index, args, NULL));
+  CHECK(cuMemsetD32(d, 0, 1024));
+  CHECK(cuLaunchKernelEx(&config, write_index, args, NULL));
+  CHECK(cuMemcpyDtoH(host, d, sizeof(host)));
+  EXPECT_TRUE(host[1] == 1 && host[1023] == 1023);
 
   /* Function attributes */
   int value = 0;

@@ -188,14 +188,21 @@ class CpuContext final : public Context {
     launch.grid = config.grid;
     launch.block = config.block;
     launch.dynamic_shared_bytes = config.shared_bytes;
+    launch.cooperative = config.cooperative;
     ptx::LaunchEnv env;
     env.memory = &memory_;
     env.global_addresses = cpu_module.addresses();
     env.cancel = &cancel_;
     env.print = print;
+    uint64_t workspace = 0;
+    if (config.cooperative) {
+      PVGPU_ASSIGN_OR_RETURN(workspace, PrepareCooperative(kernels[kernel], launch, &env));
+    }
     adapter_->busy().KernelStarted();
     Status status = executor_->Launch(cpu_module.program(), kernels[kernel], launch, params, env);
     adapter_->busy().KernelFinished();
+    // The workspace lives exactly as long as the launch, however it ended (fault, cancel).
+    if (workspace != 0) (void)Free(workspace);
     return status;
   }
 
@@ -214,6 +221,33 @@ class CpuContext final : public Context {
   uint64_t used_bytes() const override { return memory_.used_bytes(); }
 
  private:
+  // Refuses a cooperative grid larger than the adapter keeps resident, then places the grid
+  // workspace (zeroed) in device memory and its address where cooperative_groups reads it.
+  // Returns the workspace's address, to be freed after the launch.
+  StatusOr<uint64_t> PrepareCooperative(const ptx::KernelInfo& kernel,
+                                        const ptx::LaunchConfig& launch, ptx::LaunchEnv* env) {
+    const uint64_t blocks = launch.grid.Count();
+    const uint64_t resident = CoResidentBlocks(adapter_->info(), kernel, launch.block.Count(),
+                                               launch.dynamic_shared_bytes);
+    if (resident == 0) {
+      return Error(Code::kInvalidValue, "a block of " + std::to_string(launch.block.Count()) +
+                                            " threads and " +
+                                            std::to_string(launch.dynamic_shared_bytes) +
+                                            " bytes of dynamic shared memory cannot run");
+    }
+    if (blocks > resident) {
+      return Error(Code::kCooperativeLaunchTooLarge,
+                   "cooperative grid of " + std::to_string(blocks) + " blocks: at most " +
+                       std::to_string(resident) + " of kernel " + kernel.name +
+                       " can be resident at once");
+    }
+    PVGPU_ASSIGN_OR_RETURN(uint64_t workspace, Allocate(kGridWorkspaceBytes));
+    std::memset(memory_.Translate(workspace, kGridWorkspaceBytes), 0, kGridWorkspaceBytes);
+    env->envreg[ptx::kGridWorkspaceEnvRegHi] = static_cast<uint32_t>(workspace >> 32);
+    env->envreg[ptx::kGridWorkspaceEnvRegLo] = static_cast<uint32_t>(workspace);
+    return workspace;
+  }
+
   CpuAdapter* adapter_;
   ptx::Executor* executor_;
   DeviceMemory memory_;

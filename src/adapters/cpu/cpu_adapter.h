@@ -44,4 +44,16 @@ class CpuAdapter final : public Adapter {
 // Fills `info` with the attributes of a cpu adapter (exposed for tests and tools).
 void FillCpuAdapterInfo(const CpuAdapterOptions& options, unsigned threads, AdapterInfo* info);
 
+// How many blocks of `kernel` the adapter keeps resident at once: resident blocks per
+// multiprocessor times the multiprocessor count, from the same attributes (threads, blocks and
+// shared memory per multiprocessor) the guest's occupancy calculator reads, so that
+// cuOccupancyMaxActiveBlocksPerMultiprocessor x CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT is
+// exactly the largest cooperative grid. 0 when such a block cannot run at all.
+uint64_t CoResidentBlocks(const AdapterInfo& info, const ptx::KernelInfo& kernel,
+                          uint64_t block_threads, uint64_t dynamic_shared_bytes);
+
+// Bytes of the grid workspace a cooperative launch gets in its context's device memory,
+// zeroed, for the launch's lifetime (cooperative_groups keeps its grid barrier at offset 4).
+inline constexpr uint64_t kGridWorkspaceBytes = 64;
+
 }  // namespace pvgpu::adapters::cpu

@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -113,7 +114,9 @@ void FillCpuAdapterInfo(const CpuAdapterOptions& options, unsigned threads, Adap
   set(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1);
   set(CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD, 0);
   set(CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, 1);
-  set(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0);
+  // Every block of a cooperative grid is resident (CoResidentBlocks); one device per launch.
+  set(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1);
+  set(CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH, 0);
   set(CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0);
   set(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 0);
   set(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, 0);
@@ -124,6 +127,29 @@ void FillCpuAdapterInfo(const CpuAdapterOptions& options, unsigned threads, Adap
   set(CU_DEVICE_ATTRIBUTE_NUMA_CONFIG, CU_DEVICE_NUMA_CONFIG_NONE);
   set(CU_DEVICE_ATTRIBUTE_NUMA_ID, -1);
   set(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, -1);
+}
+
+uint64_t CoResidentBlocks(const AdapterInfo& info, const ptx::KernelInfo& kernel,
+                          uint64_t block_threads, uint64_t dynamic_shared_bytes) {
+  auto attribute = [&info](CUdevice_attribute a) {
+    return static_cast<uint64_t>(std::max(0, info.attributes[a]));
+  };
+  const uint64_t warp = std::max<uint64_t>(1, attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+  uint64_t max_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  if (kernel.max_threads_per_block != 0) {
+    max_block = std::min<uint64_t>(max_block, kernel.max_threads_per_block);
+  }
+  if (block_threads == 0 || block_threads > max_block) return 0;
+  const uint64_t warps = (block_threads + warp - 1) / warp;
+  uint64_t per_sm =
+      std::min(std::max<uint64_t>(1, attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)),
+               attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) / (warps * warp));
+  const uint64_t shared = uint64_t{kernel.static_shared_bytes} + dynamic_shared_bytes;
+  if (shared > 0) {
+    per_sm = std::min(per_sm,
+                      attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / shared);
+  }
+  return per_sm * attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
 }
 
 }  // namespace pvgpu::adapters::cpu

@@ -273,12 +273,28 @@ Status CudaContext::Launch(Module& module, uint32_t kernel, const LaunchConfig& 
   }
   const bool track = adapter_->tracks_busy();
   if (track) adapter_->busy().KernelStarted();
-  Status launched =
-      Submitted(driver().api().cuLaunchKernel(
-                    ModuleFunction(module, kernel), config.grid.x, config.grid.y, config.grid.z,
-                    config.block.x, config.block.y, config.block.z, config.shared_bytes, stream_,
-                    pointers.empty() ? nullptr : pointers.data(), nullptr),
-                "cuLaunchKernel");
+  void** kernel_params = pointers.empty() ? nullptr : pointers.data();
+  Status launched;
+  if (config.cooperative) {
+    // The driver itself decides what is co-resident (registers included) and answers
+    // CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE here, before anything is queued.
+    if (driver().api().cuLaunchCooperativeKernel == nullptr) {
+      launched =
+          Error(Code::kNotSupported, "the host's CUDA driver has no cuLaunchCooperativeKernel");
+    } else {
+      launched = Submitted(driver().api().cuLaunchCooperativeKernel(
+                               ModuleFunction(module, kernel), config.grid.x, config.grid.y,
+                               config.grid.z, config.block.x, config.block.y, config.block.z,
+                               config.shared_bytes, stream_, kernel_params),
+                           "cuLaunchCooperativeKernel");
+    }
+  } else {
+    launched = Submitted(
+        driver().api().cuLaunchKernel(ModuleFunction(module, kernel), config.grid.x, config.grid.y,
+                                      config.grid.z, config.block.x, config.block.y, config.block.z,
+                                      config.shared_bytes, stream_, kernel_params, nullptr),
+        "cuLaunchKernel");
+  }
   if (track) {
     CudaAdapter* adapter = adapter_;
     completions_->Add([adapter] { adapter->busy().KernelFinished(); });

@@ -80,7 +80,9 @@ namespace pvgpu::adapters::cuda {
   X(cuLinkCreate, PFN_cuLinkCreate_v6050, 6050, "cuLinkCreate_v2")                   \
   X(cuLinkAddData, PFN_cuLinkAddData_v6050, 6050, "cuLinkAddData_v2")                \
   X(cuLinkComplete, PFN_cuLinkComplete_v5050, 5050, "cuLinkComplete")                \
-  X(cuLinkDestroy, PFN_cuLinkDestroy_v5050, 5050, "cuLinkDestroy")
+  X(cuLinkDestroy, PFN_cuLinkDestroy_v5050, 5050, "cuLinkDestroy")                   \
+  X(cuLaunchCooperativeKernel, PFN_cuLaunchCooperativeKernel_v9000, 9000,            \
+    "cuLaunchCooperativeKernel")
 
 struct DriverApi {
 #define PVGPU_CUDA_MEMBER(name, type, version, symbol) type name = nullptr;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/launch.h"
 #include "guest/cuda/resolve.h"
 #include "guest/cuda/state.h"
 
@@ -47,12 +48,10 @@ int BlocksPerSm(CUfunc_st* f, int block, size_t dynamic_shared) {
 
 }  // namespace
 
-namespace api {
-
-Code LaunchKernel(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                  unsigned int sharedMemBytes, const StreamRef& hStream, void** kernelParams,
-                  void** extra) {
+Code PostLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                unsigned int sharedMemBytes, const StreamRef& hStream, void** kernelParams,
+                void** extra, bool cooperative) {
   CUctx_st* ctx = hStream.ctx;
   if (f->module->ctx != ctx) return Code::kInvalidHandle;  // the function's context must be current
   const auto& k = *f->kernel;
@@ -79,6 +78,12 @@ Code LaunchKernel(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, un
                     : uint64_t(attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK]);
   if (uint64_t{sharedMemBytes} + k.shared_bytes > shared_limit) {
     return Code::kInvalidValue;
+  }
+  if (cooperative) {
+    const uint64_t blocks = uint64_t{gridDimX} * gridDimY * gridDimZ;
+    if (Code code = CheckCooperativeLaunch(f, blocks, threads, sharedMemBytes); code != Code::kOk) {
+      return code;
+    }
   }
 
   std::vector<uint8_t> params(k.param_bytes, 0);
@@ -122,25 +127,34 @@ Code LaunchKernel(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, un
   request.block[0] = blockDimX;
   request.block[1] = blockDimY;
   request.block[2] = blockDimZ;
+  request.cooperative = cooperative ? 1 : 0;
   uint64_t seq = 0;
   if (Code code = ctx->client->Post(request, params, &seq); code != Code::kOk) return code;
   NoteSubmitted(hStream, seq);
   return Code::kOk;
 }
 
+namespace api {
+
+Code LaunchKernel(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                  unsigned int sharedMemBytes, const StreamRef& hStream, void** kernelParams,
+                  void** extra) {
+  return PostLaunch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                    sharedMemBytes, hStream, kernelParams, extra, /*cooperative=*/false);
+}
+
 Code LaunchKernelEx(const CUlaunchConfig* config, CUfunc_st* f, void** kernelParams, void** extra) {
   if (config->numAttrs > 0 && config->attrs == nullptr) return Code::kInvalidValue;
+  bool cooperative = false;
   for (unsigned int i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute& attr = config->attrs[i];
     switch (attr.id) {
       case CU_LAUNCH_ATTRIBUTE_IGNORE:
       case CU_LAUNCH_ATTRIBUTE_PRIORITY:  // one queue per context: priorities are hints
         break;
-      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-        if (attr.value.cooperative != 0) {
-          PVGPU_WARN("cuLaunchKernelEx: cooperative launches are not supported");
-          return Code::kNotSupported;
-        }
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:  // as cuLaunchCooperativeKernel
+        cooperative = attr.value.cooperative != 0;
         break;
       default:
         PVGPU_WARN("cuLaunchKernelEx: launch attribute " << static_cast<int>(attr.id)
@@ -151,9 +165,9 @@ Code LaunchKernelEx(const CUlaunchConfig* config, CUfunc_st* f, void** kernelPar
   StreamRef stream;
   if (Code code = ResolveStream(config->hStream, &stream); code != Code::kOk) return code;
   if (Code code = OrderAfterHostFuncs(stream); code != Code::kOk) return code;
-  return LaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                      config->blockDimY, config->blockDimZ, config->sharedMemBytes, stream,
-                      kernelParams, extra);
+  return PostLaunch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                    config->blockDimY, config->blockDimZ, config->sharedMemBytes, stream,
+                    kernelParams, extra, cooperative);
 }
 
 Code OccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunc_st* func, int blockSize,
