@@ -309,9 +309,10 @@ StreamEndpoint::Io StreamEndpoint::ReadPass(bool* read_bytes) {
         return Io::kWantWrite;
       case IoResult::kEof: {
         std::lock_guard<std::mutex> lock(mu_);
+        // A process that exits without closing its channel (the usual end of a guest
+        // program) is a plain disconnect, as on the unix channel; only a goodbye says more.
         BreakLocked(Code::kDeviceUnavailable,
-                    peer_said_goodbye_ ? "peer closed the channel"
-                                       : "peer dropped the connection without a goodbye");
+                    peer_said_goodbye_ ? "peer closed the channel" : "peer disconnected");
         return Io::kFailed;
       }
       case IoResult::kError:
