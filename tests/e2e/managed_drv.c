@@ -91,6 +91,24 @@ int main(void) {
   EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemAdvise(dptr, 4, CU_MEM_ADVISE_SET_READ_MOSTLY,
                                                       location));
   CHECK(cuMemFree(plain));
+
+  /* Destroying a context frees its managed memory, as it frees its other allocations: the
+   * pointer is no longer managed memory in the context that remains. */
+  CUcontext second;
+  CHECK(cuCtxCreate(&second, NULL, 0, device));
+  CUdeviceptr doomed;
+  CHECK(cuMemAllocManaged(&doomed, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+  ((volatile char*)(uintptr_t)doomed)[0] = 1;
+  CHECK(cuPointerGetAttribute(&is_managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, doomed));
+  EXPECT_TRUE(is_managed == 1);
+  CHECK(cuCtxDestroy(second));
+  CHECK(cuCtxSetCurrent(context));
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemAdvise(doomed, 4, CU_MEM_ADVISE_SET_READ_MOSTLY,
+                                                      location));
+  CUdeviceptr again;
+  CHECK(cuMemAllocManaged(&again, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+  CHECK(cuMemFree(again));
+
   CHECK(cuCtxDestroy(context));
   printf("managed_drv: %d floats shared by the program and kernels: OK\n", n);
   return 0;

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <map>
-#include <mutex>
 #include <vector>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/managed.h"
 #include "guest/cuda/state.h"
@@ -29,8 +29,8 @@ struct Managed {
   uint64_t region = 0;  // the host's handle for it
 };
 
-std::mutex managed_mutex;
-std::map<uint64_t, Managed> managed;  // by base address
+Mutex managed_mutex;
+std::map<uint64_t, Managed> managed GUARDED_BY(managed_mutex);  // by base address
 
 size_t PageRound(size_t size) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -58,7 +58,7 @@ Code CheckRange(CUdeviceptr ptr, size_t count) {
 }  // namespace
 
 bool IsManaged(CUdeviceptr ptr, size_t size) {
-  std::lock_guard<std::mutex> lock(managed_mutex);
+  MutexLock lock(&managed_mutex);
   auto it = managed.upper_bound(ptr);
   if (it == managed.begin()) return false;
   --it;
@@ -68,7 +68,7 @@ bool IsManaged(CUdeviceptr ptr, size_t size) {
 bool FreeManaged(CUdeviceptr dptr, Code* code) {
   Managed freed;
   {
-    std::lock_guard<std::mutex> lock(managed_mutex);
+    MutexLock lock(&managed_mutex);
     auto it = managed.find(dptr);
     if (it == managed.end()) return false;
     freed = it->second;
@@ -85,6 +85,29 @@ bool FreeManaged(CUdeviceptr dptr, Code* code) {
   munmap(reinterpret_cast<void*>(dptr), freed.size);
   if (*code == Code::kOk && !live) *code = Code::kContextIsDestroyed;
   return true;
+}
+
+void ReleaseManagedOf(CUctx_st* ctx) {
+  std::vector<std::pair<uint64_t, Managed>> released;
+  {
+    MutexLock lock(&managed_mutex);
+    for (auto it = managed.begin(); it != managed.end();) {
+      if (it->second.ctx == ctx) {
+        released.emplace_back(*it);
+        it = managed.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // As for every allocation of a destroyed context: the host's region goes (it is the
+  // session's, so the destroyed context does not hold it up) and so do the guest's pages.
+  for (const auto& [base, m] : released) {
+    protocol::HostRegionDestroyRequest destroy;
+    destroy.region = m.region;
+    (void)m.client->Post(destroy);
+    munmap(reinterpret_cast<void*>(base), m.size);
+  }
 }
 
 void AdjustManagedAttributes(Device* device) {
@@ -151,7 +174,7 @@ Code MemAllocManaged(CUctx_st* ctx, CUdeviceptr* dptr, size_t bytesize, unsigned
     return code;
   }
   {
-    std::lock_guard<std::mutex> lock(managed_mutex);
+    MutexLock lock(&managed_mutex);
     managed[reinterpret_cast<uint64_t>(base)] = Managed{size, ctx, &client, region};
   }
   objects().device_memory.Assign(reinterpret_cast<uint64_t>(base), size, ctx);

@@ -4,6 +4,7 @@
 
 #include "guest/cuda/context_storage.h"
 #include "guest/cuda/host_func.h"
+#include "guest/cuda/managed.h"
 
 namespace pvgpu::guest {
 
@@ -52,6 +53,7 @@ void DropOwnedObjects(CUctx_st* ctx) {
   objects.streams.TakeIf(owned);
   objects.events.TakeIf(owned);
   objects.device_memory.EraseIf([ctx](CUctx_st* owner) { return owner == ctx; });
+  ReleaseManagedOf(ctx);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ namespace pvgpu::guest {
 // cuMemFree on managed memory: true when `dptr` starts a managed allocation, which is then
 // freed with *code the result.
 bool FreeManaged(CUdeviceptr dptr, Code* code);
+// A context's managed allocations, when it is destroyed or reset: freed on both sides.
+void ReleaseManagedOf(CUctx_st* ctx);
 // Whether [ptr, ptr + size) lies in one managed allocation.
 bool IsManaged(CUdeviceptr ptr, size_t size = 1);
 // A device's attributes as its channel allows: no managed memory over remote channels.
