@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "read_file.h"
+
 #define CHECK(call)                                                                       \
   do {                                                                                    \
     CUresult check_result_ = (call);                                                      \
@@ -51,19 +53,7 @@ __attribute__((unused)) static char* ReadPtx(const char* name) {
   path[n] = '\0';
   char* slash = strrchr(path, '/');
   snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s.ptx", name);
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "cannot open %s\n", path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* text = (char*)malloc((size_t)size + 1);
-  if (fread(text, 1, (size_t)size, f) != (size_t)size) exit(1);
-  text[size] = '\0';
-  fclose(f);
-  return text;
+  return ReadTextFile(path);
 }
 
 #endif  /* PVGPU_TESTS_E2E_COMMON_H_ */

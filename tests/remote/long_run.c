@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "e2e/read_file.h"
+
 static double Now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -33,22 +35,6 @@ static void Check(CUresult result, const char* what) {
 }
 #define CHECK(call) (call_start = Now(), Check((call), #call))
 
-static char* ReadFile(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "cannot open %s\n", path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* text = (char*)malloc((size_t)size + 1);
-  if (fread(text, 1, (size_t)size, f) != (size_t)size) exit(1);
-  text[size] = '\0';
-  fclose(f);
-  return text;
-}
-
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
     fprintf(stderr, "usage: %s SAXPY_PTX SECONDS [MIB]\n", argv[0]);
@@ -60,7 +46,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const double seconds = atof(argv[2]);
-  char* ptx = ReadFile(argv[1]);
+  char* ptx = ReadTextFile(argv[1]);
   CUdevice device;
   CUcontext context;
   CUmodule module;

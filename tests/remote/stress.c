@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "e2e/read_file.h"
+
 static CUcontext context;
 static CUfunction saxpy;
 static int rounds;
@@ -36,22 +38,6 @@ static void Fail(CUresult result, const char* what, int thread, int round) {
     if (r_ != CUDA_SUCCESS) Fail(r_, #call, thread, round); \
     ++calls;                                                \
   } while (0)
-
-static char* ReadFile(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "cannot open %s\n", path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* text = (char*)malloc((size_t)size + 1);
-  if (fread(text, 1, (size_t)size, f) != (size_t)size) exit(1);
-  text[size] = '\0';
-  fclose(f);
-  return text;
-}
 
 static void* Worker(void* arg) {
   const int thread = (int)(long)arg;
@@ -157,7 +143,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "THREADS must be 1 to 64 and ROUNDS at least 1\n");
     return 2;
   }
-  char* ptx = ReadFile(argv[1]);
+  char* ptx = ReadTextFile(argv[1]);
   int thread = -1, round = -1;
   long calls = 0;
   CUdevice device;

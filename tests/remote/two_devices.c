@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "e2e/read_file.h"
+
 #define CHECK(call)                                                                   \
   do {                                                                                \
     CUresult r_ = (call);                                                             \
@@ -18,28 +20,12 @@
     }                                                                                 \
   } while (0)
 
-static char* ReadFile(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "cannot open %s\n", path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* text = (char*)malloc((size_t)size + 1);
-  if (fread(text, 1, (size_t)size, f) != (size_t)size) exit(1);
-  text[size] = '\0';
-  fclose(f);
-  return text;
-}
-
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s SAXPY_PTX EXPECTED_DEVICE_COUNT\n", argv[0]);
     return 2;
   }
-  char* ptx = ReadFile(argv[1]);
+  char* ptx = ReadTextFile(argv[1]);
   const int expected = atoi(argv[2]);
   CHECK(cuInit(0));
   int count = 0;
