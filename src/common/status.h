@@ -60,11 +60,12 @@ enum class Code : int {
   kUnknown = 999,
 };
 
-// A sticky error is one that poisons the context, as on hardware (CUDA's "sticky" errors).
+// A sticky error is one that poisons the context, as on hardware (CUDA's "sticky" errors: the
+// ones cuda.h says leave the process in an inconsistent state). A launch refused before it ran
+// (kLaunchOutOfResources, kCooperativeLaunchTooLarge) is not one: the next launch may run.
 constexpr bool IsStickyError(Code code) {
   switch (code) {
     case Code::kIllegalAddress:
-    case Code::kLaunchOutOfResources:
     case Code::kLaunchTimeout:
     case Code::kAssert:
     case Code::kHardwareStackError:

@@ -57,7 +57,8 @@ TEST(StatusTest, KernelFaultsAreStickyOtherErrorsAreNot) {
     EXPECT_TRUE(IsStickyError(sticky)) << CodeName(sticky);
   }
   for (Code plain : {Code::kOk, Code::kInvalidValue, Code::kOutOfMemory, Code::kInvalidHandle,
-                     Code::kNotReady, Code::kNotSupported}) {
+                     Code::kNotReady, Code::kNotSupported, Code::kLaunchOutOfResources,
+                     Code::kCooperativeLaunchTooLarge}) {
     EXPECT_FALSE(IsStickyError(plain)) << CodeName(plain);
   }
 }
