@@ -76,8 +76,8 @@ bool FreeManaged(CUdeviceptr dptr, Code* code) {
   }
   objects().device_memory.TakeBase(dptr);
   // The host's mapping goes once the work submitted before the free is done (the message is
-  // in order behind it); the guest's pages can go now. The region belongs to the session, so
-  // it is freed even when its context was destroyed first, which cuMemFree then reports.
+  // in order behind it); the guest's pages can go now. (A destroyed context's allocations are
+  // gone already, ReleaseManagedOf; `live` covers a context being destroyed meanwhile.)
   protocol::HostRegionDestroyRequest destroy;
   destroy.region = freed.region;
   const bool live = LiveContext(freed.ctx);
