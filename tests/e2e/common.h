@@ -45,15 +45,23 @@
     }                                                                        \
   } while (0)
 
-/* Reads NAME.ptx from the directory that holds the running executable. */
-__attribute__((unused)) static char* ReadPtx(const char* name) {
-  char path[PATH_MAX];
+/* NAME in the directory that holds the running executable; the path stays valid until the
+ * next call. */
+__attribute__((unused)) static char* SiblingPath(const char* name) {
+  static char path[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return NULL;
+  if (n <= 0) exit(1);
   path[n] = '\0';
   char* slash = strrchr(path, '/');
-  snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s.ptx", name);
-  return ReadTextFile(path);
+  snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s", name);
+  return path;
+}
+
+/* Reads NAME.ptx from the directory that holds the running executable. */
+__attribute__((unused)) static char* ReadPtx(const char* name) {
+  char file[NAME_MAX + 1];
+  snprintf(file, sizeof(file), "%s.ptx", name);
+  return ReadTextFile(SiblingPath(file));
 }
 
 #endif  /* PVGPU_TESTS_E2E_COMMON_H_ */

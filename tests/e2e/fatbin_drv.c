@@ -3,40 +3,15 @@
  * cuModuleLoadFatBinary), runs them, and checks that a fatbin of SASS only is refused the way
  * a GPU without a matching binary refuses it. The kernels are also launched through
  * cuGetProcAddress's per-thread-stream entry points. */
-#include "common.h"
-
 #include <cudaProfiler.h>
 #include <math.h>
 
+#include "common.h"
+
 #define N 4096
 
-static char* SiblingPath(const char* name) {
-  static char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) exit(1);
-  path[n] = '\0';
-  char* slash = strrchr(path, '/');
-  snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s", name);
-  return path;
-}
-
-static void* ReadFile(const char* name) {
-  FILE* f = fopen(SiblingPath(name), "rb");
-  if (f == NULL) {
-    fprintf(stderr, "cannot open %s\n", name);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void* bytes = malloc((size_t)size);
-  if (fread(bytes, 1, (size_t)size, f) != (size_t)size) exit(1);
-  fclose(f);
-  return bytes;
-}
-
-typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void**, void**);
+typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void**, void**);
 
 /* Runs saxpy from `module` and checks every element. */
 static void RunSaxpy(CUmodule module, LaunchFn launch, const char* how) {
@@ -91,7 +66,7 @@ int main(void) {
   RunSaxpy(module, cuLaunchKernel, "cuModuleLoad");
   CHECK(cuModuleUnload(module));
 
-  void* image = ReadFile("saxpy_compressed.fatbin");
+  void* image = ReadFileBytes(SiblingPath("saxpy_compressed.fatbin"), NULL);
   CHECK(cuModuleLoadData(&module, image));
   RunSaxpy(module, launch_ptsz, "cuModuleLoadData");
   CHECK(cuModuleUnload(module));
@@ -114,7 +89,7 @@ int main(void) {
 
   EXPECT_RESULT(CUDA_ERROR_NO_BINARY_FOR_GPU,
                 cuModuleLoad(&module, SiblingPath("saxpy_sm_only.fatbin")));
-  image = ReadFile("saxpy_sm_only.fatbin");
+  image = ReadFileBytes(SiblingPath("saxpy_sm_only.fatbin"), NULL);
   EXPECT_RESULT(CUDA_ERROR_NO_BINARY_FOR_GPU, cuModuleLoadData(&module, image));
   free(image);
 

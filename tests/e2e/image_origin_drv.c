@@ -15,33 +15,6 @@ const void* SmOnlyFatbin(void); /* libpvgpu_e2e_sm_only.so */
 
 static const char kLibrary[] = "libpvgpu_e2e_sm_only.so";
 
-static char* Sibling(const char* name) {
-  static char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) exit(1);
-  path[n] = '\0';
-  char* slash = strrchr(path, '/');
-  snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s", name);
-  return path;
-}
-
-static char* ReadAll(const char* path, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "cannot open %s: %s\n", path, strerror(errno));
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* bytes = (char*)malloc((size_t)n + 1);
-  if (fread(bytes, 1, (size_t)n, f) != (size_t)n) exit(1);
-  bytes[n] = '\0';
-  fclose(f);
-  if (size != NULL) *size = (size_t)n;
-  return bytes;
-}
-
 static int Count(const char* text, const char* what) {
   int n = 0;
   for (const char* p = strstr(text, what); p != NULL; p = strstr(p + 1, what)) ++n;
@@ -89,7 +62,7 @@ static void TestLoads(void) {
   /* A copy on the heap: no library to name, only the address, which the warning gives (the JIT
    * log, which the application reads, is the device's alone: the address tells it nothing). */
   size_t size = 0;
-  char* copy = ReadAll(Sibling("saxpy_sm_only.fatbin"), &size);
+  char* copy = ReadFileBytes(SiblingPath("saxpy_sm_only.fatbin"), &size);
   error_log[0] = '\0';
   values[0] = error_log;
   values[1] = (void*)(uintptr_t)sizeof(error_log);
@@ -103,7 +76,7 @@ static void TestLoads(void) {
 
   /* A file: its path. */
   EXPECT_RESULT(CUDA_ERROR_NO_BINARY_FOR_GPU,
-                cuModuleLoad(&module, Sibling("saxpy_sm_only.fatbin")));
+                cuModuleLoad(&module, SiblingPath("saxpy_sm_only.fatbin")));
 }
 
 static void TestRefusedTables(void) {
@@ -122,7 +95,7 @@ static void TestRefusedTables(void) {
 }
 
 static void CheckLog(const char* path) {
-  char* log = ReadAll(path, NULL);
+  char* log = ReadFileBytes(path, NULL);
   /* One line per image: the two loads from the library are one image. */
   char line[PATH_MAX + 64];
   snprintf(line, sizeof(line), "%s: fatbin holds no PTX", kLibrary);
@@ -130,7 +103,7 @@ static void CheckLog(const char* path) {
     fprintf(stderr, "expected one \"%s\" line in:\n%s\n", line, log);
     exit(1);
   }
-  snprintf(line, sizeof(line), "the fat binary in file %s", Sibling("saxpy_sm_only.fatbin"));
+  snprintf(line, sizeof(line), "the fat binary in file %s", SiblingPath("saxpy_sm_only.fatbin"));
   EXPECT_CONTAINS(log, line);
   EXPECT_CONTAINS(log, heap_copy_line);
   EXPECT_CONTAINS(log, "21318c60-9714-3248-8ca6-41ff7324c8f2, cuFFT's private table");

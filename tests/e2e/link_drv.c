@@ -4,15 +4,6 @@
  * the errors a linker owes its caller. */
 #include "common.h"
 
-static char* ExeDirFile(const char* name, char* path, size_t size) {
-  ssize_t n = readlink("/proc/self/exe", path, size - 1);
-  if (n <= 0) exit(1);
-  path[n] = '\0';
-  char* slash = strrchr(path, '/');
-  snprintf(slash + 1, size - (size_t)(slash + 1 - path), "%s", name);
-  return path;
-}
-
 enum { kN = 1000 };
 
 static void CheckResults(CUdeviceptr d_out) {
@@ -42,7 +33,6 @@ int main(void) {
   CUcontext ctx;
   CHECK(cuCtxCreate(&ctx, NULL, 0, device));
   char* main_ptx = ReadPtx("link_main");
-  char path[PATH_MAX];
   CUdeviceptr d_out;
   CHECK(cuMemAlloc(&d_out, kN * sizeof(int)));
 
@@ -50,16 +40,16 @@ int main(void) {
   char error_log[4096] = "untouched", info_log[4096] = "";
   float wall_ms = -1.0f;
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_WALL_TIME, CU_JIT_OPTIMIZATION_LEVEL};
-  void* values[] = {error_log, (void*)(uintptr_t)sizeof(error_log), info_log,
-                    (void*)(uintptr_t)sizeof(info_log), NULL, (void*)(uintptr_t)3};
+                            CU_JIT_INFO_LOG_BUFFER,  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_WALL_TIME,        CU_JIT_OPTIMIZATION_LEVEL};
+  void* values[] = {error_log, (void*)(uintptr_t)sizeof(error_log),
+                    info_log,  (void*)(uintptr_t)sizeof(info_log),
+                    NULL,      (void*)(uintptr_t)3};
   CUlinkState link;
   CHECK(cuLinkCreate(6, options, values, &link));
   CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, main_ptx, strlen(main_ptx) + 1, "link_main.ptx", 0,
                       NULL, NULL));
-  CHECK(cuLinkAddFile(link, CU_JIT_INPUT_FATBINARY, ExeDirFile("link_lib.fatbin", path, sizeof(path)),
-                      0, NULL, NULL));
+  CHECK(cuLinkAddFile(link, CU_JIT_INPUT_FATBINARY, SiblingPath("link_lib.fatbin"), 0, NULL, NULL));
   void* image = NULL;
   size_t image_size = 0;
   CHECK(cuLinkComplete(link, &image, &image_size));
@@ -104,8 +94,7 @@ int main(void) {
       CHECK(cuLinkCreate(4, options, values, &link));
       CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, main_ptx, strlen(main_ptx) + 1, "main.ptx", 0,
                           NULL, NULL));
-      CHECK(cuLinkAddFile(link, types[i], ExeDirFile(files[i], path, sizeof(path)), 0, NULL,
-                          NULL));
+      CHECK(cuLinkAddFile(link, types[i], SiblingPath(files[i]), 0, NULL, NULL));
       CHECK(cuLinkComplete(link, &image, &image_size));
       if (i == 1) EXPECT_TRUE(strstr(info_log, "linked 2 of 3 modules") != NULL);
       CHECK(cuModuleLoadData(&module, image));
@@ -129,19 +118,18 @@ int main(void) {
 
   /* Two definitions of the same symbol name both inputs. */
   CHECK(cuLinkCreate(2, log_options, log_values, &link));
-  CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, main_ptx, strlen(main_ptx), "main.ptx", 0, NULL,
-                      NULL));
-  CHECK(cuLinkAddFile(link, CU_JIT_INPUT_FATBINARY, ExeDirFile("link_lib.fatbin", path, sizeof(path)),
-                      0, NULL, NULL));
-  CHECK(cuLinkAddFile(link, CU_JIT_INPUT_FATBINARY, path, 0, NULL, NULL));
+  CHECK(
+      cuLinkAddData(link, CU_JIT_INPUT_PTX, main_ptx, strlen(main_ptx), "main.ptx", 0, NULL, NULL));
+  CHECK(cuLinkAddFile(link, CU_JIT_INPUT_FATBINARY, SiblingPath("link_lib.fatbin"), 0, NULL, NULL));
+  CHECK(cuLinkAddFile(link, CU_JIT_INPUT_FATBINARY, SiblingPath("link_lib.fatbin"), 0, NULL, NULL));
   EXPECT_RESULT(CUDA_ERROR_INVALID_PTX, cuLinkComplete(link, &image, &image_size));
   EXPECT_TRUE(strstr(error_log, "link_lib.fatbin") != NULL);
   CHECK(cuLinkDestroy(link));
 
   /* Machine code for one GPU cannot be linked for the cpu adapter. */
   CHECK(cuLinkCreate(2, log_options, log_values, &link));
-  CHECK(cuLinkAddFile(link, CU_JIT_INPUT_FATBINARY,
-                      ExeDirFile("saxpy_sm_only.fatbin", path, sizeof(path)), 0, NULL, NULL));
+  CHECK(cuLinkAddFile(link, CU_JIT_INPUT_FATBINARY, SiblingPath("saxpy_sm_only.fatbin"), 0, NULL,
+                      NULL));
   EXPECT_RESULT(CUDA_ERROR_NO_BINARY_FOR_GPU, cuLinkComplete(link, &image, &image_size));
   EXPECT_TRUE(strstr(error_log, "saxpy_sm_only.fatbin") != NULL);
   CHECK(cuLinkDestroy(link));

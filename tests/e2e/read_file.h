@@ -1,4 +1,4 @@
-/* ReadTextFile: a whole file as a NUL-terminated string, for the test programs that load PTX.
+/* ReadFileBytes, ReadTextFile: a whole file, for the test programs that load PTX and images.
  * Plain C, shared by tests/e2e (common.h) and tests/remote. */
 #ifndef PVGPU_TESTS_E2E_READ_FILE_H_
 #define PVGPU_TESTS_E2E_READ_FILE_H_
@@ -6,24 +6,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Exits with a message when the file cannot be read: a test cannot go on without it. */
-__attribute__((unused)) static char* ReadTextFile(const char* path) {
+/* A whole file, NUL-terminated (so text can be used as a string), its size in *size when
+ * size is not NULL. Exits with a message when the file cannot be read: a test cannot go on
+ * without it. */
+__attribute__((unused)) static char* ReadFileBytes(const char* path, size_t* size) {
   FILE* f = fopen(path, "rb");
   if (f == NULL) {
     fprintf(stderr, "cannot open %s\n", path);
     exit(1);
   }
   fseek(f, 0, SEEK_END);
-  long size = ftell(f);
+  long n = ftell(f);
   fseek(f, 0, SEEK_SET);
-  char* text = (char*)malloc((size_t)size + 1);
-  if (size < 0 || text == NULL || fread(text, 1, (size_t)size, f) != (size_t)size) {
+  char* bytes = (char*)malloc((size_t)n + 1);
+  if (n < 0 || bytes == NULL || fread(bytes, 1, (size_t)n, f) != (size_t)n) {
     fprintf(stderr, "cannot read %s\n", path);
     exit(1);
   }
-  text[size] = '\0';
+  bytes[n] = '\0';
   fclose(f);
-  return text;
+  if (size != NULL) *size = (size_t)n;
+  return bytes;
+}
+
+__attribute__((unused)) static char* ReadTextFile(const char* path) {
+  return ReadFileBytes(path, NULL);
 }
 
 #endif /* PVGPU_TESTS_E2E_READ_FILE_H_ */
