@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "transport/channel.h"
+#include "transport/channel_benchmark_loops.h"
 
 namespace pvgpu::transport {
 namespace {
@@ -44,45 +45,12 @@ std::unique_ptr<Pair> MakePair(bool unix_channel) {
 
 void PingPong(benchmark::State& state, bool unix_channel) {
   auto pair = MakePair(unix_channel);
-  const size_t size = static_cast<size_t>(state.range(0));
-  std::thread echo([&] {
-    std::vector<uint8_t> message;
-    while (pair->server->Receive(&message).ok() && !message.empty()) {
-      if (!pair->server->Send(message).ok()) break;
-    }
-  });
-  std::vector<uint8_t> ping(size, 1), pong;
-  for (auto _ : state) {
-    if (!pair->client->Send(ping).ok() || !pair->client->Receive(&pong).ok()) {
-      state.SkipWithError("channel failed");
-      break;
-    }
-  }
-  (void)pair->client->Send(std::vector<uint8_t>{});  // empty message: stop
-  echo.join();
-  state.SetBytesProcessed(state.iterations() * size * 2);
+  bench::PingPong(state, *pair->client, *pair->server);
 }
 
 void Throughput(benchmark::State& state, bool unix_channel) {
   auto pair = MakePair(unix_channel);
-  const size_t size = static_cast<size_t>(state.range(0));
-  std::thread drain([&] {
-    std::vector<uint8_t> message;
-    while (pair->server->Receive(&message).ok() && !message.empty()) {
-    }
-    (void)pair->server->Send(std::vector<uint8_t>{1});  // all drained
-  });
-  std::vector<uint8_t> payload(size, 2), done;
-  for (auto _ : state) {
-    if (!pair->client->Send(payload).ok()) {
-      state.SkipWithError("channel failed");
-      break;
-    }
-  }
-  (void)pair->client->Send(std::vector<uint8_t>{});
-  (void)pair->client->Receive(&done);  // count the time to drain, not just to enqueue
-  drain.join();
-  state.SetBytesProcessed(state.iterations() * size);
+  bench::Throughput(state, *pair->client, *pair->server);
 }
 
 BENCHMARK_CAPTURE(PingPong, unix, true)->Arg(64)->Arg(4096)->UseRealTime();

@@ -1,6 +1,6 @@
 // Round-trip latency and one-way throughput of the remote channel (tcp:// and tls:// over
-// loopback) against the local Unix channel, with the same ping-pong and drain loops as
-// channel_benchmark.cc. Certificates are made at start-up in a temporary directory.
+// loopback) against the local Unix channel, with the loops of channel_benchmark_loops.h.
+// Certificates are made at start-up in a temporary directory.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "transport/channel.h"
+#include "transport/channel_benchmark_loops.h"
 #include "transport/tcp_test_util.h"
 #include "transport/tls_test_pki.h"
 
@@ -66,45 +67,12 @@ std::unique_ptr<Pair> MakePair(Kind kind) {
 
 void PingPong(benchmark::State& state, Kind kind) {
   auto pair = MakePair(kind);
-  const size_t size = static_cast<size_t>(state.range(0));
-  std::thread echo([&] {
-    std::vector<uint8_t> message;
-    while (pair->server->Receive(&message).ok() && !message.empty()) {
-      if (!pair->server->Send(message).ok()) break;
-    }
-  });
-  std::vector<uint8_t> ping(size, 1), pong;
-  for (auto _ : state) {
-    if (!pair->client->Send(ping).ok() || !pair->client->Receive(&pong).ok()) {
-      state.SkipWithError("channel failed");
-      break;
-    }
-  }
-  (void)pair->client->Send(std::vector<uint8_t>{});  // empty message: stop
-  echo.join();
-  state.SetBytesProcessed(state.iterations() * size * 2);
+  bench::PingPong(state, *pair->client, *pair->server);
 }
 
 void Throughput(benchmark::State& state, Kind kind) {
   auto pair = MakePair(kind);
-  const size_t size = static_cast<size_t>(state.range(0));
-  std::thread drain([&] {
-    std::vector<uint8_t> message;
-    while (pair->server->Receive(&message).ok() && !message.empty()) {
-    }
-    (void)pair->server->Send(std::vector<uint8_t>{1});  // all drained
-  });
-  std::vector<uint8_t> payload(size, 2), done;
-  for (auto _ : state) {
-    if (!pair->client->Send(payload).ok()) {
-      state.SkipWithError("channel failed");
-      break;
-    }
-  }
-  (void)pair->client->Send(std::vector<uint8_t>{});
-  (void)pair->client->Receive(&done);  // count the time to drain, not just to enqueue
-  drain.join();
-  state.SetBytesProcessed(state.iterations() * size);
+  bench::Throughput(state, *pair->client, *pair->server);
 }
 
 BENCHMARK_CAPTURE(PingPong, unix, Kind::kUnix)->Arg(64)->Arg(4096)->UseRealTime();

@@ -22,9 +22,9 @@
 #              each run within a deadline. No root needed.
 #   bench      `pvgpu bench bandwidth --quick` and `latency --quick` against a real pvgpud over
 #              tcp:// and tls://, each within a deadline, their JSON well formed. No root needed.
-#   shaped     two namespaces joined by a veth pair shaped with tc (tbf rate 2gbit, netem delay
-#              1ms each way where the kernel has netem): the stress program and the benches'
-#              quick runs over tls://, within deadlines.
+#   shaped     two namespaces joined by a veth pair shaped with tc (tbf rate 2gbit) and delayed
+#              1 ms each way (netem where the kernel has it, else delay_relay): the stress
+#              program and the benches' quick runs over tls://, within deadlines.
 #   shaped_bench  (not run by CTest) the full bandwidth and latency benches over that link, for
 #              their figures; RATE (tc syntax) and DELAY_MS set the shaping.
 #   figures    (not run by CTest) the full bandwidth and latency benches against one pvgpud over
@@ -85,7 +85,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 for tool in "$PVGPUD" "$PVGPU" "$E2E/saxpy_drv" "$E2E/big_module_drv" "$REMOTE/long_run" \
-  "$REMOTE/two_devices" "$REMOTE/stress"; do
+  "$REMOTE/two_devices" "$REMOTE/stress" "$REMOTE/delay_relay"; do
   [[ -x "$tool" ]] || fail "missing $tool (build first)"
 done
 command -v openssl >/dev/null || fail "the openssl command is needed (scripts/install-deps.sh)"
@@ -302,9 +302,12 @@ PY
 }
 
 # shape_link RATE DELAY_MS: both ends of the veth pair send at most RATE (tc tbf) after a delay
-# of DELAY_MS (tc netem) each way. Without netem (sch_netem) the link has no delay, and says so.
+# of DELAY_MS each way: tc netem where the kernel has it (sch_netem), else tests/remote's
+# delay_relay in the guest's namespace, between the guest and the link (each direction's bytes
+# held back DELAY_MS, the rate still the link's). Sets LINK_ADDRESS, the tls:// address the
+# guest uses to reach the host over the shaped link.
 shape_link() {
-  local rate="$1" delay="$2" end ns dev delayed=1
+  local rate="$1" delay="$2" end ns dev netem=1
   command -v tc >/dev/null || skip "tc (iproute2) is not installed"
   for end in "$HOST_NS $VETH_H" "$GUEST_NS $VETH_G"; do
     read -r ns dev <<<"$end"
@@ -313,16 +316,30 @@ shape_link() {
       ip netns exec "$ns" tc qdisc add dev "$dev" parent 1: handle 2: tbf rate "$rate" \
         burst 1mb latency 100ms 2>"$WORK/tc.err" || skip "tc tbf failed: $(cat "$WORK/tc.err")"
     else
-      delayed=0
+      netem=0
       ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst 1mb \
         latency 100ms 2>"$WORK/tc.err" || skip "tc tbf failed: $(cat "$WORK/tc.err")"
     fi
   done
-  if ((delayed)); then
+  LINK_ADDRESS="tls://$HOST_IP:7070"
+  if ((netem)); then
     echo "link shaped: $rate each way, ${delay} ms delay each way (netem + tbf)"
+  elif [[ "$delay" != 0 ]]; then
+    ip netns exec "$GUEST_NS" "$REMOTE/delay_relay" 127.0.0.1:0 "$HOST_IP:7070" \
+      "$((delay * 1000))" >"$WORK/relay.out" 2>"$WORK/relay.log" &
+    DAEMONS+=($!)
+    local port=""
+    for _ in $(seq 100); do
+      port="$(grep -oE 'listening on 127.0.0.1:[0-9]+' "$WORK/relay.out" 2>/dev/null | sed 's/.*://')"
+      [[ -n "$port" ]] && break
+      sleep 0.1
+    done
+    [[ -n "$port" ]] || fail "delay_relay did not start: $(cat "$WORK/relay.log")"
+    LINK_ADDRESS="tls://127.0.0.1:$port"
+    echo "link shaped: $rate each way (tbf), ${delay} ms delay each way (this kernel has no" \
+      "netem: delay_relay in the guest's namespace holds each direction's bytes back)"
   else
-    echo "link shaped: $rate each way; NO DELAY: this kernel has no netem (sch_netem), so the" \
-      "delayed half of this case is not run here"
+    echo "link shaped: $rate each way (tbf), no delay"
   fi
 }
 
@@ -411,22 +428,22 @@ case "$CASE" in
     ;;
   shaped)
     setup_netns
-    shape_link 2gbit 1
     start_daemon host "$HOST_NS" "tls://$HOST_IP:7070"
-    finish_within stress-shaped "$GUEST_NS" "tls://$HOST_IP:7070" "$REMOTE/stress" \
+    shape_link 2gbit 1
+    finish_within stress-shaped "$GUEST_NS" "$LINK_ADDRESS" "$REMOTE/stress" \
       "$E2E/saxpy.ptx" 2 100
     cat "$WORK/stress-shaped.out"
-    for bench in bandwidth latency; do run_bench "$GUEST_NS" "tls://$HOST_IP:7070" "$bench" --quick; done
+    for bench in bandwidth latency; do run_bench "$GUEST_NS" "$LINK_ADDRESS" "$bench" --quick; done
     ;;
   shaped_bench)
     # Not a CTest test: the full benchmarks over the shaped link, for their figures
     # (docs/remote.md). RATE and DELAY_MS may be set in the environment.
     setup_netns
-    shape_link "${RATE:-2gbit}" "${DELAY_MS:-1}"
     start_daemon host "$HOST_NS" "tls://$HOST_IP:7070"
+    shape_link "${RATE:-2gbit}" "${DELAY_MS:-1}"
     for bench in bandwidth latency; do
-      DEADLINE_S=900 finish_within "shaped-$bench" "$GUEST_NS" "tls://$HOST_IP:7070" "$PVGPU" \
-        bench "$bench" --host "tls://$HOST_IP:7070"
+      DEADLINE_S=900 finish_within "shaped-$bench" "$GUEST_NS" "$LINK_ADDRESS" "$PVGPU" \
+        bench "$bench" --host "$LINK_ADDRESS"
       cat "$WORK/shaped-$bench.out"
     done
     ;;

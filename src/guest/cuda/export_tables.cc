@@ -7,6 +7,7 @@
 // lives.
 #include "guest/cuda/export_tables.h"
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/uuid.h"
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/runtime_slots.h"
 #include "guest/cuda/state.h"
@@ -124,48 +126,29 @@ const void* const kIntegrityCheckTable[] = {
 
 struct ExportTable {
   const char* name;
-  uint8_t id[16];            // CUuuid bytes in memory order
-  const void* const* table;  // nullptr: known, declined with CUDA_ERROR_NOT_FOUND
+  std::array<uint8_t, 16> id;  // CUuuid bytes in memory order
+  const void* const* table;    // nullptr: known, declined with CUDA_ERROR_NOT_FOUND
 };
 
 const ExportTable kExportTables[] = {
-    {"CUDART_INTERFACE",
-     {0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d,
-      0xf9},
-     kCudartInterfaceTable},
-    {"TOOLS_RUNTIME_CALLBACK_HOOKS",
-     {0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00, 0x20, 0x0c, 0x0a,
-      0x66},
+    {"CUDART_INTERFACE", ParseUuid("6bd5fb6c-5bf4-e74a-8987-d93912fd9df9"), kCudartInterfaceTable},
+    {"TOOLS_RUNTIME_CALLBACK_HOOKS", ParseUuid("a094798c-2e74-2e74-93f2-0800200c0a66"),
      kToolsRuntimeCallbackHooksTable},
-    {"TOOLS_TLS",
-     {0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec,
-      0xdc},
-     kToolsTlsTable},
-    {"CONTEXT_LOCAL_STORAGE",
-     {0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95,
-      0x93},
+    {"TOOLS_TLS", ParseUuid("42d85a81-23f6-cb47-8298-f6e78a3aecdc"), kToolsTlsTable},
+    {"CONTEXT_LOCAL_STORAGE", ParseUuid("c693336e-1121-df11-a8c3-68f355d89593"),
      kContextLocalStorageTable},
-    {"CONTEXT_CHECKS",
-     {0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa,
-      0x7e},
-     kContextChecksTable},
-    {"INTEGRITY_CHECK",
-     {0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1,
-      0xf2},
-     kIntegrityCheckTable},
+    {"CONTEXT_CHECKS", ParseUuid("263e8860-7cd2-6143-92f6-bbd5006dfa7e"), kContextChecksTable},
+    {"INTEGRITY_CHECK", ParseUuid("d4082055-bde6-704b-8d34-ba123c66e1f2"), kIntegrityCheckTable},
     // Asked for first by 12.9 and 13.0, before cuInit. They go on without it; a table of
     // NOT_SUPPORTED slots would instead fail any runtime that does use it.
-    {"f8cff951 (unnamed)",
-     {0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d,
-      0xd9},
-     nullptr},
+    {"f8cff951 (unnamed)", ParseUuid("f8cff951-2146-8b4e-b9e2-fb469e7c0dd9"), nullptr},
 };
 
 // Tables of NVIDIA's libraries that pvgpu has seen asked for and does not have. They are
 // refused like any unknown table (CUDA_ERROR_INVALID_VALUE); the line logged says whose table
 // it is and what the refusal costs.
 struct RefusedTable {
-  uint8_t id[16];
+  std::array<uint8_t, 16> id;
   bool harmless;  // the caller carries on without it: logged at debug level only
   const char* what;
 };
@@ -173,14 +156,10 @@ struct RefusedTable {
 const RefusedTable kRefusedTables[] = {
     // NVRTC asks for it while it compiles, and compiles just as well without it (CuPy's and
     // cuda-bindings' kernels are built with NVRTC on pvgpu every day).
-    {{0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41, 0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33, 0xe3,
-      0x28},
-     true,
+    {ParseUuid("da9151d3-3ae6-cc41-a5c0-4f26d533e328"), true,
      "NVRTC's private table; NVRTC compiles without it"},
     // cuFFT gives up without it: every plan then fails with CUFFT_INTERNAL_ERROR.
-    {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
-      0xf2},
-     false,
+    {ParseUuid("21318c60-9714-3248-8ca6-41ff7324c8f2"), false,
      "cuFFT's private table (libcufft's), which pvgpu does not have: cuFFT is not supported "
      "by pvgpu (its plans fail with CUFFT_INTERNAL_ERROR)"},
 };
@@ -195,7 +174,7 @@ void LogRefused(const CUuuid& id) {
     if (!seen->insert(text).second) return;
   }
   for (const RefusedTable& known : kRefusedTables) {
-    if (std::memcmp(known.id, id.bytes, sizeof(known.id)) != 0) continue;
+    if (std::memcmp(known.id.data(), id.bytes, known.id.size()) != 0) continue;
     if (known.harmless) {
       PVGPU_DEBUG("cuGetExportTable: refused export table " << text << ", " << known.what);
     } else {
@@ -209,22 +188,14 @@ void LogRefused(const CUuuid& id) {
 }  // namespace
 
 std::string UuidText(const CUuuid& id) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
-    const auto b = static_cast<uint8_t>(id.bytes[i]);
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
+  return FormatUuid(reinterpret_cast<const uint8_t*>(id.bytes), "");
 }
 
 CUresult GetExportTable(const void** table, const CUuuid* id) {
   if (table == nullptr || id == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *table = nullptr;
   for (const ExportTable& known : kExportTables) {
-    if (std::memcmp(known.id, id->bytes, sizeof(known.id)) != 0) continue;
+    if (std::memcmp(known.id.data(), id->bytes, known.id.size()) != 0) continue;
     PVGPU_TRACE("cuGetExportTable(" << UuidText(*id) << ") -> " << known.name
                                     << (known.table != nullptr ? "" : ": declined"));
     if (known.table == nullptr) return CUDA_ERROR_NOT_FOUND;

@@ -39,7 +39,7 @@ struct Counts {
 
 Counts CountsFor(bool quick) {
   if (quick) return Counts{200, 40, 1000, 40, 1};
-  return Counts{5000, 1000, 100000, 1000, 5};
+  return Counts{10000, 1000, 100000, 1000, 5};
 }
 
 // The operations every mode times, in the order of a round (kOps is indexed by them).
