@@ -12,28 +12,38 @@ StatusOr<std::unique_ptr<RemotePath>> RemotePath::Open(const std::string& addres
   // The same token and CA as the guest library uses (PVGPU_TOKEN_FILE, PVGPU_TLS_CA).
   PVGPU_ASSIGN_OR_RETURN(transport::RemoteOptions options,
                          transport::GuestRemoteOptionsFromEnvironment());
-  auto probe = transport::RemotePathProbe::Connect(address, options);
-  if (!probe.ok()) {
-    return Error(probe.status().code(),
-                 "cannot measure the path to " + address + ": " + probe.status().message());
-  }
-  return std::unique_ptr<RemotePath>(new RemotePath(address, std::move(probe).value()));
+  auto path = std::unique_ptr<RemotePath>(new RemotePath(address, std::move(options)));
+  PVGPU_ASSIGN_OR_RETURN(auto probe, path->Connect());
+  path->security_ = probe->security();
+  path->cipher_suite_ = path->security_.substr(0, path->security_.find(','));
+  return path;
 }
 
-RemotePath::RemotePath(std::string address, std::unique_ptr<transport::RemotePathProbe> probe)
-    : address_(std::move(address)), probe_(std::move(probe)), security_(probe_->security()) {
-  cipher_suite_ = security_.substr(0, security_.find(','));
+RemotePath::RemotePath(std::string address, transport::RemoteOptions options)
+    : address_(std::move(address)), options_(std::move(options)) {}
+
+// A connection for each measurement: the host serves one probe connection for a bounded time
+// (transport::internal::kProbeLimitMs), which a whole benchmark over a slow link outlasts.
+StatusOr<std::unique_ptr<transport::RemotePathProbe>> RemotePath::Connect() const {
+  auto probe = transport::RemotePathProbe::Connect(address_, options_);
+  if (!probe.ok()) {
+    return Error(probe.status().code(),
+                 "cannot measure the path to " + address_ + ": " + probe.status().message());
+  }
+  return probe;
 }
 
 Status RemotePath::MeasureRoundTrip(int count) {
-  PVGPU_ASSIGN_OR_RETURN(double us, probe_->RoundTripMicros(count));
+  PVGPU_ASSIGN_OR_RETURN(auto probe, Connect());
+  PVGPU_ASSIGN_OR_RETURN(double us, probe->RoundTripMicros(count));
   round_trip_us_ = round_trip_us_ == 0 ? us : std::min(round_trip_us_, us);
   return Status::Ok();
 }
 
 Status RemotePath::MeasureThroughput(uint64_t bytes) {
-  PVGPU_ASSIGN_OR_RETURN(double send, probe_->SendBytesPerSecond(bytes));
-  PVGPU_ASSIGN_OR_RETURN(double receive, probe_->ReceiveBytesPerSecond(bytes));
+  PVGPU_ASSIGN_OR_RETURN(auto probe, Connect());
+  PVGPU_ASSIGN_OR_RETURN(double send, probe->SendBytesPerSecond(bytes));
+  PVGPU_ASSIGN_OR_RETURN(double receive, probe->ReceiveBytesPerSecond(bytes));
   send_ = std::max(send_, send);
   receive_ = std::max(receive_, receive);
   if (tls()) {

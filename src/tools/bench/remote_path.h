@@ -44,9 +44,10 @@ class RemotePath {
   std::string Describe() const;
 
  private:
-  RemotePath(std::string address, std::unique_ptr<transport::RemotePathProbe> probe);
+  RemotePath(std::string address, transport::RemoteOptions options);
+  StatusOr<std::unique_ptr<transport::RemotePathProbe>> Connect() const;
   std::string address_;
-  std::unique_ptr<transport::RemotePathProbe> probe_;
+  transport::RemoteOptions options_;
   std::string security_;
   std::string cipher_suite_;
   double round_trip_us_ = 0;
