@@ -133,7 +133,8 @@ Status CudaContext::WaitValue(uint64_t address, uint32_t width,
                               FunctionRef<bool(uint64_t)> satisfied) {
   auto read = [&]() -> StatusOr<uint64_t> {
     uint64_t value = 0;
-    PVGPU_TRY(Read(address, {reinterpret_cast<uint8_t*>(&value), width}));
+    const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(&value), width);
+    PVGPU_TRY(Read(address, bytes));
     return value;  // little-endian: a 4-byte read fills the low half
   };
   return PollValue(read, satisfied, cancelled_);

@@ -245,13 +245,13 @@ class Registry {
 
 // Reads or writes one attribute's value of type T through the caller's pointer.
 template <typename T>
-T Read(const void* value) {
+T LoadValue(const void* value) {
   T out;
   std::memcpy(&out, value, sizeof(T));
   return out;
 }
 template <typename T>
-void Write(void* value, T in) {
+void StoreValue(void* value, T in) {
   std::memcpy(value, &in, sizeof(T));
 }
 
@@ -416,23 +416,23 @@ Code MemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* valu
   if (p == nullptr) return Code::kInvalidValue;
   switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
-      p->reuse_follow_event = Read<int>(value) != 0;
+      p->reuse_follow_event = LoadValue<int>(value) != 0;
       return Code::kOk;
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-      p->reuse_opportunistic = Read<int>(value) != 0;
+      p->reuse_opportunistic = LoadValue<int>(value) != 0;
       return Code::kOk;
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-      p->reuse_internal = Read<int>(value) != 0;
+      p->reuse_internal = LoadValue<int>(value) != 0;
       return Code::kOk;
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
-      p->release_threshold = Read<cuuint64_t>(value);
+      p->release_threshold = LoadValue<cuuint64_t>(value);
       return Code::kOk;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-      if (Read<cuuint64_t>(value) != 0) return Code::kInvalidValue;  // only a reset
+      if (LoadValue<cuuint64_t>(value) != 0) return Code::kInvalidValue;  // only a reset
       p->reserved_high = p->reserved;
       return Code::kOk;
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-      if (Read<cuuint64_t>(value) != 0) return Code::kInvalidValue;
+      if (LoadValue<cuuint64_t>(value) != 0) return Code::kInvalidValue;
       p->used_high = p->used;
       return Code::kOk;
     default:
@@ -447,28 +447,28 @@ Code MemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* valu
   if (p == nullptr) return Code::kInvalidValue;
   switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
-      Write<int>(value, p->reuse_follow_event);
+      StoreValue<int>(value, p->reuse_follow_event);
       return Code::kOk;
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-      Write<int>(value, p->reuse_opportunistic);
+      StoreValue<int>(value, p->reuse_opportunistic);
       return Code::kOk;
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-      Write<int>(value, p->reuse_internal);
+      StoreValue<int>(value, p->reuse_internal);
       return Code::kOk;
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
-      Write<cuuint64_t>(value, p->release_threshold);
+      StoreValue<cuuint64_t>(value, p->release_threshold);
       return Code::kOk;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
-      Write<cuuint64_t>(value, p->reserved);
+      StoreValue<cuuint64_t>(value, p->reserved);
       return Code::kOk;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-      Write<cuuint64_t>(value, p->reserved_high);
+      StoreValue<cuuint64_t>(value, p->reserved_high);
       return Code::kOk;
     case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
-      Write<cuuint64_t>(value, p->used);
+      StoreValue<cuuint64_t>(value, p->used);
       return Code::kOk;
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-      Write<cuuint64_t>(value, p->used_high);
+      StoreValue<cuuint64_t>(value, p->used_high);
       return Code::kOk;
     default:
       return Code::kInvalidValue;
