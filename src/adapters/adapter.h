@@ -157,7 +157,8 @@ class Context {
   // so that the context's later work follows it; returns kLaunchFailed when Cancel() is called
   // first. It blocks the calling (session) thread, which runs it under its kernel watcher as it
   // runs a kernel, on every adapter (docs/memory.md).
-  virtual Status WaitValue(uint64_t address, uint32_t width, FunctionRef<bool(uint64_t)> satisfied) {
+  virtual Status WaitValue(uint64_t address, uint32_t width,
+                           FunctionRef<bool(uint64_t)> satisfied) {
     (void)address;
     (void)width;
     (void)satisfied;

@@ -37,19 +37,21 @@ TEST(WaitValueTest, PollEndsWhenSatisfiedOrCancelled) {
     value.store(3);
   });
   auto read = [&]() -> StatusOr<uint64_t> { return value.load(); };
-  EXPECT_TRUE(PollValue(read, [](uint64_t v) { return v == 3; }, cancel).ok());
+  auto is3 = [](uint64_t v) { return v == 3; };
+  EXPECT_TRUE(PollValue(read, is3, cancel).ok());
   writer.join();
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     cancel.store(true);
   });
-  Status cancelled = PollValue(read, [](uint64_t v) { return v == 4; }, cancel);
+  auto is4 = [](uint64_t v) { return v == 4; };
+  Status cancelled = PollValue(read, is4, cancel);
   canceller.join();
   EXPECT_EQ(cancelled.code(), Code::kLaunchFailed);
   auto failing = []() -> StatusOr<uint64_t> { return Error(Code::kIllegalAddress, "gone"); };
   cancel.store(false);
-  EXPECT_EQ(PollValue(failing, [](uint64_t) { return true; }, cancel).code(),
-            Code::kIllegalAddress);
+  auto any = [](uint64_t) { return true; };
+  EXPECT_EQ(PollValue(failing, any, cancel).code(), Code::kIllegalAddress);
 }
 
 }  // namespace

@@ -12,8 +12,7 @@ namespace pvgpu::host {
 
 using namespace protocol;
 
-Outcome Session::Execute(const StreamWaitValueRequest& request, Span, ContextState& ctx,
-                         Stream*) {
+Outcome Session::Execute(const StreamWaitValueRequest& request, Span, ContextState& ctx, Stream*) {
   const uint32_t width = request.width;
   const bool shape_ok = (width == 4 || width == 8) && request.address % width == 0 &&
                         request.condition <= static_cast<uint32_t>(adapters::WaitCondition::kNor);

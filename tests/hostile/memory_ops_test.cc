@@ -59,8 +59,8 @@ TEST(MemoryOpsTest, NeverSatisfiedWaitEndsWhenTheContextIsDestroyed) {
 TEST(MemoryOpsTest, PoolsRespectTheQuota) {
   constexpr uint64_t kQuota = 32u << 20;
   Daemon daemon({"--quota", "32M"});
-  GuestProcess guest(daemon.address(), {PVGPU_HOSTILE_WORKER, "pool", PVGPU_HOSTILE_PTX,
-                                        std::to_string(kQuota)});
+  GuestProcess guest(daemon.address(),
+                     {PVGPU_HOSTILE_WORKER, "pool", PVGPU_HOSTILE_PTX, std::to_string(kQuota)});
   std::map<std::string, int> checks;
   uint64_t filled = 0, peak = 0;
   for (std::string line = guest.ReadLine(); line != "done"; line = guest.ReadLine()) {

@@ -65,8 +65,7 @@ Code CheckBatchOp(const CUstreamBatchMemOpParams& op) {
     case CU_STREAM_MEM_OP_BARRIER:
       // Every operation of a context runs in order on the host: a barrier has nothing to order.
       return Code::kOk;
-    case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
-    {
+    case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: {
       static OnceFlag once;
       return static_cast<Code>(NotSupported("CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES", &once));
     }
@@ -114,12 +113,11 @@ Code StreamBatchMemOp_v2(const StreamRef& stream, unsigned int count,
         code = WaitValue(stream, op.waitValue.address, op.waitValue.value, 4, op.waitValue.flags);
         break;
       case CU_STREAM_MEM_OP_WAIT_VALUE_64:
-        code = WaitValue(stream, op.waitValue.address, op.waitValue.value64, 8,
-                         op.waitValue.flags);
+        code = WaitValue(stream, op.waitValue.address, op.waitValue.value64, 8, op.waitValue.flags);
         break;
       case CU_STREAM_MEM_OP_WRITE_VALUE_32:
-        code = WriteValue(stream, op.writeValue.address, op.writeValue.value, 4,
-                          op.writeValue.flags);
+        code =
+            WriteValue(stream, op.writeValue.address, op.writeValue.value, 4, op.writeValue.flags);
         break;
       case CU_STREAM_MEM_OP_WRITE_VALUE_64:
         code = WriteValue(stream, op.writeValue.address, op.writeValue.value64, 8,

@@ -47,7 +47,7 @@ struct CUmemPoolHandle_st {
   uint64_t release_threshold = 0;
   int reuse_follow_event = 1, reuse_opportunistic = 1, reuse_internal = 1;
   uint64_t reserved = 0, reserved_high = 0, used = 0, used_high = 0;
-  uint64_t live = 0;                       // allocations outstanding
+  uint64_t live = 0;  // allocations outstanding
   std::map<CUdeviceptr, Chunk> chunks;
 };
 
