@@ -22,7 +22,9 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/wait_value.h"
 #include "common/dim3.h"
+#include "common/function_ref.h"
 #include "common/status.h"
 #include "protocol/link_image.h"
 #include "protocol/module_description.h"
@@ -149,6 +151,19 @@ class Context {
   virtual Status Launch(Module& module, uint32_t kernel, const LaunchConfig& config,
                         std::span<const uint8_t> params,
                         const std::function<void(std::string_view)>& print) = 0;
+
+  // Stream memory operations (cuStreamWaitValue32/64): returns once the `width`-byte (4 or 8)
+  // value at `address` (a range the session checked, aligned to `width`) satisfies `satisfied`,
+  // so that the context's later work follows it; returns kLaunchFailed when Cancel() is called
+  // first. It blocks the calling (session) thread, which runs it under its kernel watcher as it
+  // runs a kernel, on every adapter (docs/memory.md).
+  virtual Status WaitValue(uint64_t address, uint32_t width,
+                           FunctionRef<bool(uint64_t)> satisfied) {
+    (void)address;
+    (void)width;
+    (void)satisfied;
+    return Error(Code::kNotSupported, "this adapter has no stream memory operations");
+  }
 
   // Stops running kernels as soon as possible (their launch fails with kLaunchFailed). Called
   // from another thread when the guest disappears or destroys the context.

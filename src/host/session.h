@@ -170,6 +170,10 @@ class Session {
   Outcome Execute(const protocol::EventRecordRequest&, Span, ContextState&, Event&, Stream*);
   Outcome Execute(const protocol::EventElapsedTimeRequest&, Span, ContextState&, Event&, Event&);
 
+  // Stream-ordered memory, virtual memory, stream memory operations (docs/memory.md);
+  // session_memops.cc.
+  Outcome Execute(const protocol::StreamWaitValueRequest&, Span, ContextState&, Stream*);
+
   template <typename Request>
   void Begin() {
     replied_ = false;

@@ -14,7 +14,13 @@
  *                                   "hold", waits for a line on stdin once the quota is filled
  *   guest_worker kernel PTX KIND    launches a misbehaving kernel (fault, trap, assert, hang);
  *                                   prints "result CODE" ("launched" first for hang, then waits
- *                                   for "destroy" on stdin and prints "destroyed CODE") */
+ *                                   for "destroy" on stdin and prints "destroyed CODE")
+ *   guest_worker wait PTX           a stream wait nothing will satisfy (cuStreamWaitValue32):
+ *                                   prints "waiting", then on "destroy" destroys the context
+ *                                   and prints "destroyed CODE MILLISECONDS"; or is killed
+ *   guest_worker pool PTX QUOTA     stream-ordered pools against a session quota of QUOTA
+ *                                   bytes: prints "filled BYTES" (what cuMemAllocAsync got),
+ *                                   "check NAME RESULT" lines, then "done" */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +238,65 @@ static int Kernel(const char* kind) {
   return 0;
 }
 
+static int Wait(void) {
+  CUdeviceptr flag;
+  CHECK(cuMemAlloc(&flag, 64));
+  CHECK(cuMemsetD32(flag, 0, 16));
+  CUstream stream;
+  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CHECK(cuStreamWaitValue32(stream, flag, 1, CU_STREAM_WAIT_VALUE_EQ));
+  CHECK(cuStreamWriteValue32(stream, flag + 4, 1, 0));
+  printf("waiting\n");
+  fflush(stdout);
+  char line[64];
+  if (fgets(line, sizeof(line), stdin) == NULL) return 0;
+  const double start = NowMs();
+  CUresult r = cuCtxDestroy(g_ctx);
+  printf("destroyed %d %.0f\n", (int)r, NowMs() - start);
+  fflush(stdout);
+  return 0;
+}
+
+static int Pool(unsigned long long quota) {
+  CUstream stream;
+  CHECK(cuStreamCreate(&stream, 0));
+  CUmemoryPool pool;
+  CHECK(cuDeviceGetDefaultMemPool(&pool, 0));
+  cuuint64_t keep = ~0ull;  /* the pool keeps what it took: reuse must not count again */
+  CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+  enum { kBlock = 1 << 20, kMax = 4096 };
+  static CUdeviceptr blocks[kMax];
+  int n = 0;
+  CUresult r = CUDA_SUCCESS;
+  while (n < kMax && (r = cuMemAllocAsync(&blocks[n], kBlock, stream)) == CUDA_SUCCESS) ++n;
+  printf("filled %llu\n", (unsigned long long)n * kBlock);
+  printf("check pool_alloc_when_full %d\n", (int)r);
+  CUdeviceptr big = 0;
+  printf("check pool_alloc_over_quota %d\n", (int)cuMemAllocAsync(&big, quota + 1, stream));
+  /* Touch every block: the memory is really there. */
+  for (int i = 0; i < n; ++i) CHECK(cuMemsetD32Async(blocks[i], (unsigned)i, kBlock / 4, stream));
+  unsigned int probe = 0;
+  if (n > 0) CHECK(cuMemcpyDtoH(&probe, blocks[n - 1] + kBlock - 4, 4));
+  printf("check pool_contents %d\n", n > 0 && probe == (unsigned)(n - 1) ? 0 : 1);
+  for (int i = 0; i < n; ++i) CHECK(cuMemFreeAsync(blocks[i], stream));
+  CHECK(cuStreamSynchronize(stream));
+  /* As much again, from the pool's own memory. */
+  int again = 0;
+  while (again < n && cuMemAllocAsync(&blocks[again], kBlock, stream) == CUDA_SUCCESS) ++again;
+  printf("check pool_reuse %d\n", again == n ? 0 : 1);
+  for (int i = 0; i < again; ++i) CHECK(cuMemFreeAsync(blocks[i], stream));
+  CHECK(cuStreamSynchronize(stream));
+  /* Released, the memory is the session's again for ordinary allocations. */
+  CHECK(cuMemPoolTrimTo(pool, 0));
+  CUdeviceptr plain = 0;
+  r = cuMemAlloc(&plain, (size_t)n * kBlock / 2);
+  printf("check alloc_after_trim %d\n", (int)r);
+  if (r == CUDA_SUCCESS) CHECK(cuMemFree(plain));
+  printf("done\n");
+  fflush(stdout);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: guest_worker serve|churn|quota|kernel PTX [ARGS]\n");
@@ -245,6 +310,8 @@ int main(int argc, char** argv) {
     return Quota(argv[3], strtoull(argv[4], 0, 0), argc == 6);
   }
   if (strcmp(argv[1], "kernel") == 0 && argc == 4) return Kernel(argv[3]);
+  if (strcmp(argv[1], "wait") == 0) return Wait();
+  if (strcmp(argv[1], "pool") == 0 && argc == 4) return Pool(strtoull(argv[3], 0, 0));
   fprintf(stderr, "guest_worker: bad arguments\n");
   return 64;
 }

@@ -249,5 +249,45 @@ TEST_F(ProtocolAbuseTest, OverflowingCopiesAreErrorsNotCrashes) {
   EXPECT_EQ(back, Bytes("0123456789abcdef", 16));
 }
 
+// --- Stream memory operations (StreamWaitValue) ----------------------------------------------
+
+TEST_F(ProtocolAbuseTest, StreamWaitsOfBadShapesAreErrorsNotCrashes) {
+  RawGuest g(daemon_->socket_path());
+  Open(g);
+  const uint64_t a = Alloc(g, 4096);
+  const int32_t invalid = static_cast<int32_t>(Code::kInvalidValue);
+  StreamWaitValueRequest wait;
+  wait.ctx = kCtx;
+  wait.value = 0;
+  auto tried = [&](uint64_t address, uint32_t width, uint32_t condition) {
+    ++attacks_;
+    wait.address = address;
+    wait.width = width;
+    wait.condition = condition;
+    return g.Call(wait, {}, nullptr, nullptr, kFlagWantReply);
+  };
+  EXPECT_EQ(tried(a, 3, 0), invalid);                    // neither 4 nor 8 bytes
+  EXPECT_EQ(tried(a + 2, 4, 0), invalid);                // unaligned
+  EXPECT_EQ(tried(a, 4, 9), invalid);                    // no such condition
+  EXPECT_EQ(tried(a + 4096, 4, 0), invalid);             // past the allocation
+  EXPECT_EQ(tried(kMax - 3, 4, 0), invalid);             // address + width wraps
+  EXPECT_EQ(tried(0x1000, 8, 0), invalid);               // never allocated
+  // A wait on memory that holds the value at once passes (GEQ 0 always holds).
+  EXPECT_EQ(tried(a, 8, 0), 0);
+}
+
+TEST_F(ProtocolAbuseTest, StreamWaitOnAnotherContextsStream) {
+  ExpectFatal("StreamWaitValue: unknown stream handle 77", [](RawGuest& g) {
+    Open(g);
+    const uint64_t a = Alloc(g, 4096);
+    StreamWaitValueRequest wait;
+    wait.ctx = kCtx;
+    wait.stream = 77;
+    wait.address = a;
+    wait.width = 4;
+    g.Send(wait);
+  });
+}
+
 }  // namespace
 }  // namespace pvgpu::hostile

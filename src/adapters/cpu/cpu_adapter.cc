@@ -1,5 +1,6 @@
 #include "adapters/cpu/cpu_adapter.h"
 
+#include <atomic>
 #include <cstring>
 #include <limits>
 
@@ -215,6 +216,23 @@ class CpuContext final : public Context {
   StatusOr<uint64_t> MapHostMemoryAt(uint8_t* data, uint64_t size, uint64_t address) override {
     PVGPU_TRY(memory_.AddExternalAt(address, data, size));
     return address;
+  }
+
+  // The daemon's own view of the memory, read with acquire loads: the writer may be a kernel
+  // of another context, the guest's host code (pinned or managed memory) or another session.
+  Status WaitValue(uint64_t address, uint32_t width,
+                   FunctionRef<bool(uint64_t)> satisfied) override {
+    uint8_t* data = memory_.Translate(address, width);
+    if (data == nullptr) return Error(Code::kIllegalAddress, "stream wait outside device memory");
+    auto read = [&]() -> StatusOr<uint64_t> {
+      if (width == 4) {
+        return uint64_t{std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(data))
+                            .load(std::memory_order_acquire)};
+      }
+      return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(data))
+          .load(std::memory_order_acquire);
+    };
+    return PollValue(read, satisfied, cancel_);
   }
 
   void Cancel() override { cancel_.store(true); }

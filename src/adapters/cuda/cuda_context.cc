@@ -129,6 +129,17 @@ Status CudaContext::Read(uint64_t src, std::span<uint8_t> data) {
   return Status::Ok();
 }
 
+Status CudaContext::WaitValue(uint64_t address, uint32_t width,
+                              FunctionRef<bool(uint64_t)> satisfied) {
+  auto read = [&]() -> StatusOr<uint64_t> {
+    uint64_t value = 0;
+    const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(&value), width);
+    PVGPU_TRY(Read(address, bytes));
+    return value;  // little-endian: a 4-byte read fills the low half
+  };
+  return PollValue(read, satisfied, cancelled_);
+}
+
 Status CudaContext::Copy(uint64_t dst, uint64_t src, uint64_t size) {
   if (size == 0) return Status::Ok();
   ScopedContext current(driver().api(), context_);

@@ -38,6 +38,11 @@ class CudaContext final : public Context {
   Status Launch(Module& module, uint32_t kernel, const LaunchConfig& config,
                 std::span<const uint8_t> params,
                 const std::function<void(std::string_view)>& print) override;
+  // Polls the value with Read (each read follows the work queued before it), not the driver's
+  // cuStreamWaitValue32: a wait in the driver's stream could not be cancelled when the guest
+  // goes, and the session's next synchronization would hang in the driver (docs/memory.md).
+  Status WaitValue(uint64_t address, uint32_t width,
+                   FunctionRef<bool(uint64_t)> satisfied) override;
   void Cancel() override { cancelled_.store(true); }
   uint64_t used_bytes() const override { return used_.load(); }
 

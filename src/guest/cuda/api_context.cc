@@ -7,6 +7,7 @@
 #include "guest/cuda/contexts.h"
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/host_func.h"
+#include "guest/cuda/mem_pool.h"
 
 namespace pvgpu::guest::api {
 
@@ -158,11 +159,14 @@ Code CtxGetApiVersion(CUctx_st* ctx, unsigned int* version) {
 
 Code CtxSynchronize(CUctx_st* ctx) {
   if (Code code = WaitForAllHostFuncs(ctx); code != Code::kOk) return code;
-  return SynchronizeContext(ctx, ctx->last_seq, [&] {
+  const Code code = SynchronizeContext(ctx, ctx->last_seq, [&] {
     protocol::CtxSynchronizeRequest request;
     request.ctx = ctx->handle;
     return ctx->client->Call(request);
   });
+  // As CUDA does at synchronization: pools give back what they hold above their thresholds.
+  if (code == Code::kOk) ReleasePoolMemoryAfterSync(ctx);
+  return code;
 }
 
 // CUDA 13's form, naming the context (null: the current one); the 13.0 runtime resolves

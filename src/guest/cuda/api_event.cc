@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/mem_pool.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest::api {
@@ -65,7 +66,9 @@ Code EventQuery(CUevent_st* hEvent) {
 }
 
 Code EventSynchronize(CUevent_st* hEvent) {
-  return hEvent->ctx->client->WaitDone(hEvent->record_seq);
+  const Code code = hEvent->ctx->client->WaitDone(hEvent->record_seq);
+  if (code == Code::kOk) ReleasePoolMemoryAfterSync(hEvent->ctx);
+  return code;
 }
 
 Code EventElapsedTime_v2(float* pMilliseconds, CUevent_st* hStart, CUevent_st* hEnd) {

@@ -6,6 +6,7 @@
 #include "guest/cuda/copy.h"
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/managed.h"
+#include "guest/cuda/mem_pool.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
@@ -78,6 +79,7 @@ Code MemAllocPitch_v2(CUctx_st* ctx, CUdeviceptr* dptr, size_t* pPitch, size_t W
 Code MemFree_v2(CUdeviceptr dptr) {
   if (dptr == 0) return Code::kOk;
   if (Code code; FreeManaged(dptr, &code)) return code;
+  if (Code code; FreePoolAllocation(dptr, &code)) return code;
   auto allocation = objects().device_memory.FindBase(dptr);
   if (!allocation.has_value()) return Code::kInvalidValue;
   CUctx_st* owner = allocation->value;

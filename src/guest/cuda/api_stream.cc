@@ -4,6 +4,7 @@
 
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/host_func.h"
+#include "guest/cuda/mem_pool.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
@@ -87,7 +88,11 @@ Code StreamQuery(const StreamRef& hStream) {
   return hStream.ctx->client->Done(LastSeq(hStream)) ? Code::kOk : Code::kNotReady;
 }
 
-Code StreamSynchronize(const StreamRef& hStream) { return SynchronizeStream(hStream); }
+Code StreamSynchronize(const StreamRef& hStream) {
+  const Code code = SynchronizeStream(hStream);
+  if (code == Code::kOk) ReleasePoolMemoryAfterSync(hStream.ctx);
+  return code;
+}
 
 Code StreamGetPriority(const StreamRef& hStream, int* priority) {
   *priority = hStream.object != nullptr ? hStream.object->priority : 0;

@@ -5,6 +5,7 @@
 #include "guest/cuda/context_storage.h"
 #include "guest/cuda/host_func.h"
 #include "guest/cuda/managed.h"
+#include "guest/cuda/mem_pool.h"
 
 namespace pvgpu::guest {
 
@@ -54,6 +55,7 @@ void DropOwnedObjects(CUctx_st* ctx) {
   objects.events.TakeIf(owned);
   objects.device_memory.EraseIf([ctx](CUctx_st* owner) { return owner == ctx; });
   ReleaseManagedOf(ctx);
+  DropPoolMemoryOf(ctx);
 }
 
 }  // namespace

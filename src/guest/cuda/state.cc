@@ -9,6 +9,7 @@
 
 #include "guest/cuda/host_func.h"
 #include "guest/cuda/managed.h"
+#include "guest/cuda/mem_pool.h"
 
 namespace pvgpu::guest {
 
@@ -93,6 +94,7 @@ Code DriverState::Init(unsigned int flags) {
         return code;
       }
       AdjustManagedAttributes(&device);
+      AdjustMemoryAttributes(&device);
       devices.push_back(device);
     }
   }

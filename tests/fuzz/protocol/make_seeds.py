@@ -214,6 +214,26 @@ def main():
                                 request("ModuleLoad", PTX + b"\0", ctx=16, module=5,
                                         image_kind=1, log_limit=64),
                                 request("StreamSynchronize", ctx=16, stream=5)),
+        # Stream memory operations: waits that hold at once in each condition and width, bad
+        # shapes (an error each), and a wait nothing satisfies, cancelled by the Goodbye.
+        "stream_memops": seed(1, hello, ctx, alloc, request("StreamCreate", ctx=16, stream=7),
+                              request("MemcpyHtoD", b"\x07\0\0\0\0\0\0\0", ctx=16, dst=base),
+                              request("StreamWaitValue", ctx=16, address=base, value=5,
+                                      width=4, condition=0),
+                              request("StreamWaitValue", ctx=16, stream=7, address=base,
+                                      value=7, width=8, condition=1),
+                              request("StreamWaitValue", ctx=16, address=base, value=4,
+                                      width=4, condition=2),
+                              request("StreamWaitValue", ctx=16, address=base, value=0xfffffff0,
+                                      width=4, condition=3),
+                              request("StreamWaitValue", ctx=16, address=base + 2, width=4),
+                              request("StreamWaitValue", ctx=16, address=base, width=3),
+                              request("StreamWaitValue", ctx=16, address=base + 4096, width=8),
+                              request("CtxSynchronize", ctx=16)),
+        "stream_wait_cancelled": seed(1, hello, ctx, alloc,
+                                      request("StreamWaitValue", ctx=16, address=base, value=1,
+                                              width=4, condition=1),
+                                      request("Goodbye")),
     }
     for name, data in seeds.items():
         with open(os.path.join(HERE, name + ".bin"), "wb") as f:
