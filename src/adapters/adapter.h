@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/dim3.h"
+#include "common/share_flow.h"
 #include "common/status.h"
 #include "protocol/link_image.h"
 #include "protocol/module_description.h"
@@ -150,6 +151,12 @@ class Context {
                         std::span<const uint8_t> params,
                         const std::function<void(std::string_view)>& print) = 0;
 
+  // The session's share of this adapter's compute (common/share_flow.h), which outlives the
+  // context: an adapter that schedules kernels itself (cpu) draws the context's launches on it
+  // and counts what they use there. The default ignores it (the host's gate schedules
+  // asynchronous adapters' launches: host/share_gate.h).
+  virtual void SetShareFlow(ShareFlow* flow) { (void)flow; }
+
   // Stops running kernels as soon as possible (their launch fails with kLaunchFailed). Called
   // from another thread when the guest disappears or destroys the context.
   virtual void Cancel() = 0;
@@ -182,6 +189,9 @@ class Adapter {
   virtual uint64_t used_bytes() const = 0;
   // Percent of the time since the previous call during which a kernel ran (NVML's sense).
   virtual uint32_t SampleUtilization() = 0;
+  // Time during which a kernel ran, since the adapter was made; 0 when the adapter does not
+  // count it (the host's gate counts asynchronous adapters': host/share_gate.h).
+  virtual uint64_t busy_ns() { return 0; }
 };
 
 }  // namespace pvgpu::adapters
