@@ -31,6 +31,8 @@ struct ShareFlow {
   uint32_t active = 0;       // jobs (cpu) or launches in flight (cuda) the scheduler holds now
   double block_ns = 0;       // cpu: running estimate of one block's worker time
   int64_t busy_since_ns = 0;  // cuda: since when it has had launches in flight
+  int64_t last_end_ns = 0;    // cpu: when its last launch ended
+  double gap_ns = 0;          // cpu: running estimate of the gap between its launches
 };
 
 }  // namespace pvgpu

@@ -1,5 +1,6 @@
 // GET /metrics: the daemon, its adapters, listeners and sessions in the Prometheus text
 // exposition format (version 0.0.4). docs/metrics.md lists every series.
+#include <algorithm>
 #include <map>
 #include <sstream>
 

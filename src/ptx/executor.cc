@@ -9,6 +9,15 @@
 // and the short gap between two of a busy guest's launches costs it nothing. A running block
 // is never interrupted: a flow waits at most for the blocks already on the workers.
 //
+// A session runs one launch at a time (the cpu adapter is synchronous), so between two of its
+// launches its flow has no work for a moment: the session thread must wake, answer and take
+// the next message. Handing the workers to the others in that gap would let a flow with more
+// launches per second, not more weight, take the adapter. So a worker anticipates: when the
+// flow that goes first is one whose launch ended moments ago and whose gaps between launches
+// are short (below kAnticipateNs on average), the worker waits for its next launch, for at most
+// twice its usual gap, before it serves the others. A flow that thinks between launches longer
+// than that is not waited for: its idle time goes to the others.
+//
 // A one-block grid that finds no launch waiting for the workers runs on the caller's thread
 // instead: handing it to a worker costs two thread wake-ups (the worker's and, when it is done,
 // the caller's), several times what an empty kernel costs, and on a machine with few cores
@@ -54,6 +63,8 @@ constexpr uint64_t kMaxInlineScratch = uint64_t{1} << 20;
 // How far behind the busy flows a returning flow may start, in virtual time (worker
 // nanoseconds divided by weight).
 constexpr double kIdleCreditNs = 10e6;
+// The longest average gap between a flow's launches that a worker waits for (see above).
+constexpr int64_t kAnticipateNs = 5000000;
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -101,21 +112,39 @@ std::atomic<uint64_t> g_launch_ids{1};
 
 }  // namespace
 
+// A flow whose launch just ended, remembered for anticipation. `flow` only identifies it (it is
+// never read through: its session may be gone); the rest is a copy.
+struct RecentFlow {
+  const ShareFlow* flow;
+  bool high_priority;
+  double vtime;
+  int64_t until_ns;  // wait for it until then
+};
+
 struct Executor::Impl {
   std::mutex mu;
+  std::vector<RecentFlow> recent;  // flows that may launch again in a moment
+  std::vector<Job*> draining;       // jobs whose every block is taken, some still running
   std::condition_variable work_cv, done_cv;
   std::deque<Job*> jobs;
   size_t rr = 0;
   bool stop = false;
   size_t inline_running = 0;  // one-block launches running on their callers' threads
   size_t idle = 0;            // workers waiting while every queued job's work is taken
+  int64_t wait_until = 0;     // set by TakeJob when it anticipates a flow (steady clock ns)
   std::vector<std::thread> workers;
 
   // Called with mu held once a job has no work left to hand out and none running.
+  // The flow's count of jobs drops here, where the work ends, not when the launching thread
+  // wakes: anticipation (Ended) must start at once.
   void Finish(Job* job) {
+    if (job->finished) return;
     auto it = std::find(jobs.begin(), jobs.end(), job);
     if (it != jobs.end()) jobs.erase(it);
+    draining.erase(std::remove(draining.begin(), draining.end(), job), draining.end());
     job->finished = true;
+    --job->flow->active;
+    Ended(*job->flow);
     done_cv.notify_all();
   }
 
@@ -132,6 +161,7 @@ struct Executor::Impl {
         Finish(job);
       } else {
         jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(i));
+        draining.push_back(job);  // its last blocks are running
       }
     }
     Job* best = nullptr;
@@ -142,8 +172,53 @@ struct Executor::Impl {
       if (best == nullptr || Before(*job->flow, *best->flow)) best = job;
     }
     ++rr;
+    if (best != nullptr && Anticipating(*best->flow)) return nullptr;
     if (best != nullptr && best->started_ns == 0) best->started_ns = NowNs();
     return best;
+  }
+
+  // Whether a flow that goes before `candidate` ended a launch moments ago and is expected
+  // back (drops the flows whose wait is over). Sets wait_until to the latest such deadline.
+  bool Anticipating(const ShareFlow& candidate) {
+    const int64_t now = NowNs();
+    bool waiting = false;
+    for (size_t i = 0; i < recent.size();) {
+      const RecentFlow& r = recent[i];
+      if (r.until_ns <= now) {
+        recent.erase(recent.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      const bool goes_first = r.high_priority != candidate.high_priority
+                                  ? r.high_priority
+                                  : r.vtime < candidate.vtime;
+      if (r.flow != &candidate && goes_first) {
+        waiting = true;
+        wait_until = std::max(wait_until, r.until_ns);
+      }
+      ++i;
+    }
+    // A flow whose launch is running its last blocks will, if its gaps are short, launch
+    // again right after: the same wait, from the end of its blocks.
+    for (const Job* job : draining) {
+      const ShareFlow& f = *job->flow;
+      if (&f == &candidate || f.gap_ns <= 0 || f.gap_ns > double(kAnticipateNs)) continue;
+      if (!Before(f, candidate)) continue;
+      waiting = true;
+      const int64_t wait = std::min<int64_t>(kAnticipateNs, int64_t(f.block_ns + 3 * f.gap_ns));
+      wait_until = std::max(wait_until, now + wait + 50000);
+    }
+    return waiting;
+  }
+
+  // A launch of `flow` ended (mu held): remembered when its launches come back quickly.
+  void Ended(ShareFlow& flow) {
+    const int64_t now = NowNs();
+    flow.last_end_ns = now;
+    if (flow.active != 0) return;
+    if (flow.gap_ns > 0 && flow.gap_ns <= double(kAnticipateNs)) {
+      const int64_t wait = std::min<int64_t>(kAnticipateNs, int64_t(3 * flow.gap_ns) + 50000);
+      recent.push_back({&flow, flow.high_priority, flow.vtime, now + wait});
+    }
   }
 
   // A worker took a block of `flow`'s: charged what a block has cost it so far.
@@ -163,6 +238,16 @@ struct Executor::Impl {
   // busy ones.
   void Activate(ShareFlow& flow) {
     if (flow.active++ != 0) return;
+    for (size_t i = 0; i < recent.size(); ++i) {
+      if (recent[i].flow == &flow) {
+        recent.erase(recent.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    }
+    if (flow.last_end_ns != 0) {
+      const double gap = std::min(double(NowNs() - flow.last_end_ns), 4.0 * kAnticipateNs);
+      flow.gap_ns = flow.gap_ns == 0 ? gap : 0.75 * flow.gap_ns + 0.25 * gap;
+    }
     bool any = false;
     double least = 0;
     for (Job* job : jobs) {
@@ -180,12 +265,19 @@ struct Executor::Impl {
     while (true) {
       work_cv.wait(lock, [&] { return stop || !jobs.empty(); });
       if (stop) return;
+      wait_until = 0;
       Job* job = TakeJob();
       if (job == nullptr) {
-        // Only cooperative blocks that other workers are running: wait for one to come back.
+        // Only cooperative blocks that other workers are running, or a flow that goes first
+        // is expected back in a moment: wait for one of them.
         if (!jobs.empty()) {
           ++idle;
-          work_cv.wait(lock);
+          if (wait_until != 0) {
+            work_cv.wait_until(lock, std::chrono::steady_clock::time_point(
+                                         std::chrono::nanoseconds(wait_until)));
+          } else {
+            work_cv.wait(lock);
+          }
           --idle;
         }
         continue;
@@ -384,6 +476,8 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
       lock.lock();
       Impl::ChargeActual(flow, 0, ns);
       --impl_->inline_running;
+      --flow.active;
+      impl_->Ended(flow);
     } else {
       impl_->jobs.push_back(&job);
       // Wake only as many workers as there are blocks to take.
@@ -395,7 +489,6 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
       impl_->done_cv.wait(lock, [&] { return job.finished; });
       if (job.started_ns != 0) started = job.started_ns;
     }
-    --flow.active;
   }
   const int64_t ended = NowNs();
   flow.kernels.fetch_add(1, std::memory_order_relaxed);
