@@ -14,9 +14,9 @@
 // the next message. Handing the workers to the others in that gap would let a flow with more
 // launches per second, not more weight, take the adapter. So a worker anticipates: when the
 // flow that goes first is one whose launch ended moments ago and whose gaps between launches
-// are short (below kAnticipateNs on average), the worker waits for its next launch, for at most
-// twice its usual gap, before it serves the others. A flow that thinks between launches longer
-// than that is not waited for: its idle time goes to the others.
+// are short (below kAnticipateNs on average), the worker waits for its next launch, for at
+// most three times its usual gap, before it serves the others. A flow that thinks between
+// launches longer than that is not waited for: its idle time goes to the others.
 //
 // A one-block grid that finds no launch waiting for the workers runs on the caller's thread
 // instead: handing it to a worker costs two thread wake-ups (the worker's and, when it is done,
@@ -64,7 +64,7 @@ constexpr uint64_t kMaxInlineScratch = uint64_t{1} << 20;
 // nanoseconds divided by weight).
 constexpr double kIdleCreditNs = 10e6;
 // The longest average gap between a flow's launches that a worker waits for (see above).
-constexpr int64_t kAnticipateNs = 5000000;
+constexpr int64_t kAnticipateNs = 10000000;
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(

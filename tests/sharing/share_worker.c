@@ -3,7 +3,7 @@
  *
  *   share_worker flood PTX SECONDS BLOCKS ITERS
  *       prints "ready", waits for "go", then launches spin<<<BLOCKS, 64>>>(ITERS) in batches of
- *       4 with a synchronize after each for SECONDS; prints "kernels N" (every launch checked by
+ *       8 with a synchronize after each for SECONDS; prints "kernels N" (every launch checked by
  *       the kernels' own counter, copied back) and exits.
  *   share_worker latency PTX COUNT
  *       prints "ready", waits for "go", then times COUNT launch + synchronize pairs of
@@ -107,7 +107,7 @@ static int Flood(double seconds, unsigned int blocks, unsigned int iters) {
   unsigned long long launched = 0;
   const double end = NowSeconds() + seconds;
   while (NowSeconds() < end) {
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 8; ++i) {
       CHECK(cuLaunchKernel(g_spin, blocks, 1, 1, 64, 1, 1, 0, NULL, params, NULL));
       ++launched;
     }
