@@ -6,7 +6,8 @@
 // a block's time when a worker takes the block, corrected when the block ends, so that workers
 // freed at once do not all pick the same flow. A flow that comes back after being idle starts
 // no further behind the others than kIdleCreditNs of weighted time: idle time earns no share,
-// and the short gap between two of a busy guest's launches costs it nothing. A running block
+// while the short gap (under kAnticipateNs) between two of a busy guest's launches costs it
+// nothing, its virtual time kept as it was. A running block
 // is never interrupted: a flow waits at most for the blocks already on the workers.
 //
 // A session runs one launch at a time (the cpu adapter is synchronous), so between two of its
@@ -234,8 +235,8 @@ struct Executor::Impl {
     flow.worker_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
   }
 
-  // A launch of `flow` arrives: a flow that was idle starts at most kIdleCreditNs behind the
-  // busy ones.
+  // A launch of `flow` arrives: a flow that was idle (longer than kAnticipateNs) starts at
+  // most kIdleCreditNs behind the busy ones.
   void Activate(ShareFlow& flow) {
     if (flow.active++ != 0) return;
     for (size_t i = 0; i < recent.size(); ++i) {
@@ -244,10 +245,14 @@ struct Executor::Impl {
         break;
       }
     }
-    if (flow.last_end_ns != 0) {
-      const double gap = std::min(double(NowNs() - flow.last_end_ns), 4.0 * kAnticipateNs);
+    const int64_t idle_ns = flow.last_end_ns == 0 ? -1 : NowNs() - flow.last_end_ns;
+    if (idle_ns >= 0) {
+      const double gap = std::min(double(idle_ns), 4.0 * kAnticipateNs);
       flow.gap_ns = flow.gap_ns == 0 ? gap : 0.75 * flow.gap_ns + 0.25 * gap;
     }
+    // Back from the short gap between two launches: its place is kept. Back from idle (or
+    // new): no further behind the busy flows than the credit.
+    if (idle_ns >= 0 && idle_ns <= kAnticipateNs) return;
     bool any = false;
     double least = 0;
     for (Job* job : jobs) {
