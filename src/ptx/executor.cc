@@ -63,7 +63,7 @@ constexpr uint64_t kMaxLocalPerBlock = uint64_t{64} << 20;
 constexpr uint64_t kMaxInlineScratch = uint64_t{1} << 20;
 // How far behind the busy flows a returning flow may start, in virtual time (worker
 // nanoseconds divided by weight).
-constexpr double kIdleCreditNs = 10e6;
+constexpr double kIdleCreditNs = 50e6;
 // The longest average gap between a flow's launches that a worker waits for (see above).
 constexpr int64_t kAnticipateNs = 10000000;
 
