@@ -15,6 +15,8 @@ PACKAGES=(
   clang clang-format clang-tidy
   iproute2 openssl  # remote tests (tests/remote): ip netns, certificates made at test time
   podman runc  # container tests (tests/containers): rootful podman with the runc runtime
+  libcpp-httplib-dev  # pvgpud --metrics-listen: the HTTP server of GET /metrics
+  prometheus  # host.metrics_prometheus: a real Prometheus scrapes pvgpud; promtool checks it
 )
 CUDA_ROOT="${PVGPU_CUDA_ROOT:-/usr/local/cuda}"
 

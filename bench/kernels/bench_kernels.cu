@@ -93,3 +93,11 @@ extern "C" __global__ void bench_sum(const float* x, int n, float* partial) {
   }
   if (threadIdx.x == 0) partial[blockIdx.x] = scratch[0];
 }
+
+// `pvgpu bench contention`: busy work for every thread (`iters` rounds of a linear
+// congruential step), so that a grid of many blocks keeps every worker of the cpu adapter busy.
+extern "C" __global__ void bench_spin(unsigned int iters, unsigned int* out) {
+  unsigned int v = threadIdx.x + blockIdx.x * blockDim.x;
+  for (unsigned int i = 0; i < iters; ++i) v = v * 1664525u + 1013904223u;
+  if (v == 0x9e3779b9u) out[0] = v;  // practically never: keeps the loop from being dropped
+}

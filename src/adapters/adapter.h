@@ -25,6 +25,7 @@
 #include "adapters/wait_value.h"
 #include "common/dim3.h"
 #include "common/function_ref.h"
+#include "common/share_flow.h"
 #include "common/status.h"
 #include "protocol/link_image.h"
 #include "protocol/module_description.h"
@@ -165,6 +166,12 @@ class Context {
     return Error(Code::kNotSupported, "this adapter has no stream memory operations");
   }
 
+  // The session's share of this adapter's compute (common/share_flow.h), which outlives the
+  // context: an adapter that schedules kernels itself (cpu) draws the context's launches on it
+  // and counts what they use there. The default ignores it (the host's gate schedules
+  // asynchronous adapters' launches: host/share_gate.h).
+  virtual void SetShareFlow(ShareFlow* flow) { (void)flow; }
+
   // Stops running kernels as soon as possible (their launch fails with kLaunchFailed). Called
   // from another thread when the guest disappears or destroys the context.
   virtual void Cancel() = 0;
@@ -197,6 +204,9 @@ class Adapter {
   virtual uint64_t used_bytes() const = 0;
   // Percent of the time since the previous call during which a kernel ran (NVML's sense).
   virtual uint32_t SampleUtilization() = 0;
+  // Time during which a kernel ran, since the adapter was made; 0 when the adapter does not
+  // count it (the host's gate counts asynchronous adapters': host/share_gate.h).
+  virtual uint64_t busy_ns() { return 0; }
 };
 
 }  // namespace pvgpu::adapters

@@ -18,6 +18,11 @@ class BusyTracker {
     std::lock_guard<std::mutex> lock(mutex_);
     if (--active_ == 0) busy_ns_ += Now() - busy_since_;
   }
+  // Busy time since the tracker was made.
+  uint64_t TotalNs() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<uint64_t>(busy_ns_ + (active_ > 0 ? Now() - busy_since_ : 0));
+  }
   // Percent busy since the previous call.
   uint32_t SamplePercent() {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -93,7 +93,10 @@ Status ParseLimits(const json& value, const std::string& where, SessionLimits* l
 StatusOr<ListenerConfig> ParseListener(const json& entry, const std::string& where) {
   if (!entry.is_object()) return Bad(where, "a listener must be an object");
   PVGPU_TRY(
-      CheckKeys(entry, {"address", "adapters", "memory_quota", "admin", "mode", "limits"}, where));
+      CheckKeys(entry,
+                {"address", "adapters", "memory_quota", "admin", "mode", "limits",
+                 "compute_share", "priority"},
+                where));
   ListenerConfig listener;
   listener.admin = false;  // container-facing unless the file says otherwise
   listener.mode = kDefaultListenerMode;
@@ -119,6 +122,19 @@ StatusOr<ListenerConfig> ParseListener(const json& entry, const std::string& whe
   if (auto it = entry.find("limits"); it != entry.end()) {
     PVGPU_TRY(ParseLimits(*it, where, &listener.limits));
   }
+  if (auto it = entry.find("compute_share"); it != entry.end()) {
+    if (!it->is_number_unsigned() || it->get<uint64_t>() == 0 ||
+        it->get<uint64_t>() > kMaxComputeShare) {
+      return Bad(where, "\"compute_share\" must be a positive integer weight (1 to " +
+                            std::to_string(kMaxComputeShare) + "), not " + it->dump());
+    }
+    listener.compute_share = it->get<uint32_t>();
+  }
+  if (auto it = entry.find("priority"); it != entry.end()) {
+    if (!it->is_string() || !ParsePriority(it->get<std::string>(), &listener.high_priority)) {
+      return Bad(where, "\"priority\" must be \"high\" or \"normal\", not " + it->dump());
+    }
+  }
   if (auto it = entry.find("mode"); it != entry.end()) {
     if (!it->is_string() || !ParseSocketMode(it->get<std::string>(), &listener.mode)) {
       return Bad(where, "bad \"mode\" " + it->dump() + " (octal in quotes, e.g. \"0660\")");
@@ -128,6 +144,65 @@ StatusOr<ListenerConfig> ParseListener(const json& entry, const std::string& whe
 }
 
 }  // namespace
+
+bool ParsePriority(const std::string& text, bool* high) {
+  if (text == "high") {
+    *high = true;
+  } else if (text == "normal") {
+    *high = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Status ApplyComputeShares(const std::string& spec, std::vector<ListenerConfig>* device_sockets) {
+  auto weight = [](const std::string& text, uint32_t* out) {
+    if (text.empty() || text.size() > 7) return false;
+    uint64_t value = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9') return false;
+      value = value * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (value == 0 || value > kMaxComputeShare) return false;
+    *out = static_cast<uint32_t>(value);
+    return true;
+  };
+  const std::string usage = "expected a weight N (1 to " + std::to_string(kMaxComputeShare) +
+                            ") for every device socket, or NAME=N,... with NAME gpu-<index> "
+                            "or all";
+  uint32_t all = 0;
+  if (weight(spec, &all)) {
+    for (ListenerConfig& listener : *device_sockets) listener.compute_share = all;
+    return Status::Ok();
+  }
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(start, end - start);
+    const size_t eq = item.find('=');
+    uint32_t value = 0;
+    if (eq == std::string::npos || !weight(item.substr(eq + 1), &value)) {
+      return Bad("--compute-share", "bad item '" + item + "' (" + usage + ")");
+    }
+    const std::string suffix = "/" + item.substr(0, eq) + ".sock";
+    bool found = false;
+    for (ListenerConfig& listener : *device_sockets) {
+      const std::string& a = listener.address;
+      if (a.size() >= suffix.size() && a.compare(a.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        listener.compute_share = value;
+        found = true;
+      }
+    }
+    if (!found) {
+      return Bad("--compute-share", "no device socket is named '" + item.substr(0, eq) + "' (" +
+                                        usage + ")");
+    }
+    start = end + 1;
+  }
+  return Status::Ok();
+}
 
 bool ParseSocketMode(const std::string& text, int* mode) {
   if (text.size() < 3 || text.size() > 4) return false;

@@ -9,9 +9,12 @@
 //     "listeners": [
 //       {"address": "unix:/run/pvgpu/pvgpud.sock", "admin": true},
 //       {"address": "unix:/run/pvgpu/devices/gpu-0.sock", "adapters": [0],
-//        "memory_quota": "512M", "mode": "0660", "limits": {"streams": 256, "events": 4096}}
+//        "memory_quota": "512M", "mode": "0660", "limits": {"streams": 256, "events": 4096},
+//        "compute_share": 3, "priority": "normal"}
 //     ]
 //   }
+// "compute_share" is each session's weight when sessions compete for an adapter, "priority"
+// ("high" or "normal") whether its work goes ahead of normal sessions' (docs/sharing.md).
 // "limits" caps the objects of each kind a session may hold (host/session_limits.h); kinds it
 // does not name keep their defaults. Unknown keys are errors, so that a misspelt
 // "memory_qouta" cannot silently grant everything.
@@ -35,6 +38,16 @@ struct HostConfig {
 StatusOr<HostConfig> ParseHostConfig(const std::string& text, const std::string& origin);
 // Reads and parses a file.
 StatusOr<HostConfig> LoadHostConfig(const std::string& path);
+
+// The largest compute_share accepted.
+inline constexpr uint32_t kMaxComputeShare = 1000000;
+
+// "high" or "normal" -> *high.
+bool ParsePriority(const std::string& text, bool* high);
+
+// --compute-share SPEC for the --device-sockets listeners: "N" gives each of them weight N;
+// "gpu-0=3,all=1" sets the named sockets' weights (the others keep theirs).
+Status ApplyComputeShares(const std::string& spec, std::vector<ListenerConfig>* device_sockets);
 
 // "0660" -> 0660. Accepts 3 or 4 octal digits no wider than 0777.
 bool ParseSocketMode(const std::string& text, int* mode);

@@ -176,3 +176,54 @@ TEST(HostConfig, LoadsFilesAndCreatesSocketDirectories) {
 
 }  // namespace
 }  // namespace pvgpu::host
+
+namespace pvgpu::host {
+namespace {
+
+TEST(HostConfig, ComputeShareAndPriorityPerListener) {
+  auto config = ParseHostConfig(R"({"listeners": [
+      {"address": "unix:/run/a.sock", "compute_share": 3, "priority": "high"},
+      {"address": "unix:/run/b.sock"}]})",
+                                "test.json");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->listeners[0].compute_share, 3u);
+  EXPECT_TRUE(config->listeners[0].high_priority);
+  EXPECT_EQ(config->listeners[1].compute_share, 1u);  // the defaults
+  EXPECT_FALSE(config->listeners[1].high_priority);
+}
+
+TEST(HostConfig, BadComputeShareOrPriorityIsRefused) {
+  for (const char* entry : {R"("compute_share": 0)", R"("compute_share": -2)",
+                            R"("compute_share": 2.5)", R"("compute_share": "3")",
+                            R"("compute_share": 1000001)", R"("priority": "urgent")",
+                            R"("priority": 1)"}) {
+    auto config = ParseHostConfig(
+        std::string(R"({"listeners": [{"address": "unix:/run/a.sock", )") + entry + "}]}",
+        "test.json");
+    EXPECT_FALSE(config.ok()) << entry;
+    if (!config.ok()) {
+      EXPECT_NE(config.status().message().find("listeners[0]"), std::string::npos)
+          << config.status().message();
+    }
+  }
+}
+
+TEST(HostConfig, ComputeSharesForDeviceSockets) {
+  auto sockets = DeviceSocketListeners("/run/pvgpu/devices", 2, 0, 0660);
+  ASSERT_TRUE(ApplyComputeShares("4", &sockets).ok());
+  for (const ListenerConfig& l : sockets) EXPECT_EQ(l.compute_share, 4u) << l.address;
+
+  sockets = DeviceSocketListeners("/run/pvgpu/devices", 2, 0, 0660);
+  ASSERT_TRUE(ApplyComputeShares("gpu-1=3,all=2", &sockets).ok());
+  EXPECT_EQ(sockets[0].compute_share, 1u);  // gpu-0: not named
+  EXPECT_EQ(sockets[1].compute_share, 3u);
+  EXPECT_EQ(sockets[2].compute_share, 2u);  // all.sock
+
+  for (const char* bad : {"0", "gpu-9=1", "gpu-0=", "gpu-0=x", "=3", "gpu-0=3,,all=1", ""}) {
+    auto fresh = DeviceSocketListeners("/run/pvgpu/devices", 2, 0, 0660);
+    EXPECT_FALSE(ApplyComputeShares(bad, &fresh).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace pvgpu::host

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "host/config.h"
+#include "host/metrics_endpoint.h"
 #include "host/server.h"
 #include "host/version.h"
 
@@ -29,6 +30,9 @@ struct Options {
   std::string log_level;
   std::string config;
   std::string device_sockets;
+  std::string compute_share;   // --device-sockets' sessions' weights (docs/sharing.md)
+  std::string metrics_listen;  // GET /metrics (docs/metrics.md)
+  bool metrics_allow_remote = false;
   bool adapters_given = false;
   std::string cuda_driver;  // cuda adapter: the host's libcuda.so.1 (docs/cuda-adapter.md)
   std::string nvml;
@@ -55,13 +59,22 @@ pvgpu::StatusOr<std::vector<pvgpu::host::ListenerConfig>> PlanListeners(
     config.limits = limits;
     plan.push_back(config);
   }
+  if (!options.compute_share.empty() && options.device_sockets.empty()) {
+    return Error(Code::kInvalidValue,
+                 "--compute-share sets the weights of --device-sockets' listeners; give "
+                 "--device-sockets too (other listeners: \"compute_share\" in --config)");
+  }
   if (!options.device_sockets.empty()) {
     std::string dir = options.device_sockets;
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     if (dir.empty() || dir[0] != '/') {
       return Error(Code::kInvalidValue, "--device-sockets needs an absolute directory");
     }
-    for (auto& listener : host::DeviceSocketListeners(dir, adapter_count, quota, 0660)) {
+    auto sockets = host::DeviceSocketListeners(dir, adapter_count, quota, 0660);
+    if (!options.compute_share.empty()) {
+      PVGPU_TRY(host::ApplyComputeShares(options.compute_share, &sockets));
+    }
+    for (auto& listener : sockets) {
       listener.limits = limits;
       plan.push_back(std::move(listener));
     }
@@ -159,6 +172,16 @@ int Serve(const Options& options) {
       return 1;
     }
   }
+  std::unique_ptr<host::MetricsEndpoint> metrics;
+  if (!options.metrics_listen.empty()) {
+    auto started =
+        host::MetricsEndpoint::Start(options.metrics_listen, options.metrics_allow_remote, &server);
+    if (!started.ok()) {
+      std::cerr << "pvgpud: --metrics-listen: " << started.status().message() << "\n";
+      return 1;
+    }
+    metrics = std::move(started).value();
+  }
   if (options.ready_fd >= 0) {
     // The contract with `pvgpu run`: one line once every listener accepts guests.
     (void)!write(options.ready_fd, "ready\n", 6);
@@ -168,6 +191,7 @@ int Serve(const Options& options) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   PVGPU_INFO("received " << strsignal(signal_number) << ", shutting down");
+  metrics.reset();  // before the server it reads
   server.Shutdown();
   return 0;
 }
@@ -216,11 +240,22 @@ int main(int argc, char** argv) {
                  "libnvidia-ml.so.1 for the cuda adapters' utilization (default: the system's)");
   app.add_option("--config", options.config,
                  "JSON file with \"adapters\" and \"listeners\" (address, adapters, "
-                 "memory_quota, limits, admin, mode); see docs/containers.md")
+                 "memory_quota, limits, admin, mode, compute_share, priority); see "
+                 "docs/containers.md and docs/sharing.md")
       ->check(CLI::ExistingFile);
   app.add_option("--device-sockets", options.device_sockets,
                  "Also listen on DIR/gpu-<index>.sock for each adapter and DIR/all.sock, "
                  "non-admin, with --quota: the sockets `pvgpu cdi generate` gives containers");
+  app.add_option("--compute-share", options.compute_share,
+                 "Compute weight of --device-sockets' sessions when they compete for an adapter: "
+                 "N for every socket, or gpu-<index>=N,all=N (default 1; docs/sharing.md)");
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "Serve GET /metrics (Prometheus text format) on ADDR:PORT, e.g. "
+                 "127.0.0.1:9400; an address other than loopback needs "
+                 "--metrics-allow-remote (docs/metrics.md)");
+  app.add_flag("--metrics-allow-remote", options.metrics_allow_remote,
+               "Allow --metrics-listen on an address other than loopback: anyone who reaches it "
+               "learns every session's name, pid and use");
   app.add_option("--ready-fd", options.ready_fd,
                  "Write \"ready\" to this descriptor once listening, then close it");
   app.add_option("--log-file", options.log_file, "Append logs to FILE instead of stderr");

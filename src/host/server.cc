@@ -6,7 +6,16 @@
 namespace pvgpu::host {
 
 Server::Server(std::vector<std::unique_ptr<adapters::Adapter>> adapters)
-    : adapters_(std::move(adapters)) {}
+    : adapters_(std::move(adapters)), adapter_ended_(adapters_.size()) {
+  for (size_t i = 0; i < adapters_.size(); ++i) gates_.push_back(std::make_unique<ShareGate>());
+}
+
+int Server::HostIndex(const adapters::Adapter* adapter) const {
+  for (size_t i = 0; i < adapters_.size(); ++i) {
+    if (adapters_[i].get() == adapter) return static_cast<int>(i);
+  }
+  return -1;
+}
 
 Server::~Server() { Shutdown(); }
 
@@ -18,6 +27,8 @@ Status Server::AddListener(const ListenerConfig& config) {
   listener->policy.listener = config.address;
   listener->policy.server = this;
   listener->policy.admin = config.admin;
+  listener->policy.compute_share = config.compute_share == 0 ? 1 : config.compute_share;
+  listener->policy.high_priority = config.high_priority;
   if (config.adapters.empty()) {
     for (auto& adapter : adapters_) listener->policy.adapters.push_back(adapter.get());
   } else {
@@ -29,6 +40,9 @@ Status Server::AddListener(const ListenerConfig& config) {
       }
       listener->policy.adapters.push_back(adapters_[index].get());
     }
+  }
+  for (adapters::Adapter* adapter : listener->policy.adapters) {
+    listener->policy.gates.push_back(gates_[HostIndex(adapter)].get());
   }
   std::string path;
   std::string bound;
@@ -50,7 +64,8 @@ Status Server::AddListener(const ListenerConfig& config) {
                              << " adapter(s), quota "
                              << (config.memory_quota ? std::to_string(config.memory_quota)
                                                      : std::string("none"))
-                             << ")");
+                             << ", compute share " << listener->policy.compute_share
+                             << (config.high_priority ? ", high priority" : "") << ")");
   std::lock_guard<std::mutex> lock(mutex_);
   listeners_.push_back(std::move(listener));
   return Status::Ok();
@@ -70,6 +85,7 @@ void Server::AcceptLoop(Listener* listener) {
     Session* raw = session.get();
     std::lock_guard<std::mutex> lock(mutex_);
     ReapFinished();
+    ++listener->ended.sessions;
     sessions_.push_back({std::move(session), std::thread([raw] { raw->Run(); })});
   }
 }
@@ -78,10 +94,27 @@ void Server::ReapFinished() {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     if (it->session->finished()) {
       it->thread.join();
+      Retire(*it->session);
       it = sessions_.erase(it);
     } else {
       ++it;
     }
+  }
+}
+
+void Server::Retire(const Session& session) {
+  const SessionSnapshot s = session.Snapshot();
+  for (auto& listener : listeners_) {
+    if (listener->config.address != session.policy().listener) continue;
+    listener->ended.replies += s.replies;
+    listener->ended.faults += s.faults;
+    if (!session.violation().empty()) ++listener->ended.violations;
+    for (const FlowUsage& usage : s.usage) listener->ended.usage.Add(usage);
+  }
+  const auto& adapters = session.policy().adapters;
+  for (size_t d = 0; d < s.usage.size() && d < adapters.size(); ++d) {
+    const int index = HostIndex(adapters[d]);
+    if (index >= 0) adapter_ended_[index].Add(s.usage[d]);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "adapters/adapter.h"
 #include "host/session.h"
+#include "host/share_gate.h"
 #include "transport/channel.h"
 
 namespace pvgpu::host {
@@ -23,6 +24,8 @@ struct ListenerConfig {
   SessionLimits limits;             // per session: objects of each kind
   bool admin = true;                // its sessions may see the whole host (pvgpu smi)
   int mode = 0666;                  // the socket file's permissions
+  uint32_t compute_share = 1;       // each session's weight on an adapter (docs/sharing.md)
+  bool high_priority = false;       // priority "high": its sessions' work goes first
   transport::RemoteOptions remote;  // tcp:// and tls://: TLS files and token
 };
 
@@ -40,6 +43,17 @@ class Server {
   std::vector<SessionSnapshot> Sessions();
   // The host as `viewer` may see it, as JSON (HostStatus; pvgpu adapters/smi; NVML).
   std::string StatusJson(const SessionPolicy& viewer);
+  // Every series of GET /metrics, in the Prometheus text format (metrics.cc, docs/metrics.md).
+  std::string MetricsText();
+
+  // What a listener's ended sessions used, and the daemon's totals (metrics, smi).
+  struct Totals {
+    uint64_t sessions = 0;  // sessions accepted
+    uint64_t replies = 0;
+    uint64_t faults = 0;
+    uint64_t violations = 0;
+    FlowUsage usage;
+  };
 
  private:
   struct Listener {
@@ -48,6 +62,7 @@ class Server {
     std::unique_ptr<transport::UnixListener> unix;      // unix: addresses
     std::unique_ptr<transport::RemoteListener> remote;  // tcp:// and tls:// addresses
     std::thread thread;
+    Totals ended;  // its sessions that have ended, and the count of all (mutex_)
   };
   struct SessionSlot {
     std::unique_ptr<Session> session;
@@ -57,8 +72,15 @@ class Server {
   void AcceptLoop(Listener* listener);
   uint64_t ListenerUse(const SessionPolicy& viewer, const adapters::Adapter* adapter);
   void ReapFinished();  // joins sessions that have ended; mutex_ held
+  // Adds an ended session's use to its listener's and adapters' totals; mutex_ held.
+  void Retire(const Session& session);
+  // The host index of `adapter`, or -1.
+  int HostIndex(const adapters::Adapter* adapter) const;
 
   std::vector<std::unique_ptr<adapters::Adapter>> adapters_;
+  // One per adapter: the compute share of its asynchronous contexts' launches.
+  std::vector<std::unique_ptr<ShareGate>> gates_;
+  std::vector<FlowUsage> adapter_ended_;  // per adapter: what ended sessions used (mutex_)
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::mutex mutex_;
   std::list<SessionSlot> sessions_;

@@ -24,7 +24,34 @@ Session::Session(uint32_t id, std::unique_ptr<transport::Endpoint> endpoint, Ses
       budgets_(policy_.limits),
       contexts_(budgets_.contexts),
       regions_(budgets_.regions),
-      uploads_(budgets_.uploads) {}
+      uploads_(budgets_.uploads) {
+  for (size_t i = 0; i < policy_.adapters.size(); ++i) {
+    auto flow = std::make_unique<ShareFlow>();
+    flow->weight = policy_.compute_share == 0 ? 1 : policy_.compute_share;
+    flow->high_priority = policy_.high_priority;
+    flows_.push_back(std::move(flow));
+  }
+}
+
+void FlowUsage::Add(const FlowUsage& other) {
+  kernels += other.kernels;
+  busy_ns += other.busy_ns;
+  queued_ns += other.queued_ns;
+  worker_ns += other.worker_ns;
+  bytes_htod += other.bytes_htod;
+  bytes_dtoh += other.bytes_dtoh;
+}
+
+FlowUsage FlowUsage::Of(const ShareFlow& flow) {
+  FlowUsage usage;
+  usage.kernels = flow.kernels.load(std::memory_order_relaxed);
+  usage.busy_ns = flow.busy_ns.load(std::memory_order_relaxed);
+  usage.queued_ns = flow.queued_ns.load(std::memory_order_relaxed);
+  usage.worker_ns = flow.worker_ns.load(std::memory_order_relaxed);
+  usage.bytes_htod = flow.bytes_htod.load(std::memory_order_relaxed);
+  usage.bytes_dtoh = flow.bytes_dtoh.load(std::memory_order_relaxed);
+  return usage;
+}
 
 Session::~Session() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -229,6 +256,12 @@ SessionSnapshot Session::Snapshot() const {
   s.contexts = static_cast<uint32_t>(contexts_.size());
   s.staged_bytes = StagedBytes();
   for (const auto& [handle, ctx] : contexts_) s.devices.push_back(ctx.device);
+  for (const auto& flow : flows_) s.usage.push_back(FlowUsage::Of(*flow));
+  s.faults = fault_count_.load(std::memory_order_relaxed);
+  s.replies = replies_.load(std::memory_order_relaxed);
+  s.compute_share = policy_.compute_share;
+  s.started_us = started_us_;
+  s.high_priority = policy_.high_priority;
   return s;
 }
 
@@ -245,6 +278,7 @@ void Session::SendRaw(const MessageHeader& header, std::span<const uint8_t> fixe
   std::span<const uint8_t> parts[] = {
       {reinterpret_cast<const uint8_t*>(&header), sizeof(header)}, fixed, payload};
   HandleSendStatus(endpoint_->Send(parts));
+  if ((header.flags & protocol::kFlagReply) != 0) replies_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Session::HandleSendStatus(const Status& sent) {

@@ -40,6 +40,7 @@
 namespace pvgpu::host {
 
 class Server;
+class ShareGate;
 
 // What a listener grants the sessions it accepts: which host adapters they see (in order), how
 // much device memory each session may hold across them (0: no quota beyond the adapters') and
@@ -53,6 +54,23 @@ struct SessionPolicy {
   // An admin session (the host's own tools) sees every session and listener; others see only
   // their own listener's sessions and adapters.
   bool admin = true;
+  // Compute sharing (docs/sharing.md): the session's weight on each adapter and its priority,
+  // and the gates of asynchronous adapters, one per entry of `adapters` (empty: none).
+  uint32_t compute_share = 1;
+  bool high_priority = false;
+  std::vector<ShareGate*> gates;
+};
+
+// What a session's work used on one adapter (its ShareFlow's counters).
+struct FlowUsage {
+  uint64_t kernels = 0;
+  uint64_t busy_ns = 0;
+  uint64_t queued_ns = 0;
+  uint64_t worker_ns = 0;
+  uint64_t bytes_htod = 0;
+  uint64_t bytes_dtoh = 0;
+  void Add(const FlowUsage& other);
+  static FlowUsage Of(const ShareFlow& flow);
 };
 
 // A point-in-time view for `pvgpu smi`.
@@ -65,7 +83,17 @@ struct SessionSnapshot {
   uint32_t contexts = 0;
   uint64_t staged_bytes = 0;      // reserved by unfinished module uploads (host memory)
   std::vector<uint32_t> devices;  // host adapter indices in use
+  // Accounting (docs/sharing.md): per entry of the session's policy adapters.
+  std::vector<FlowUsage> usage;
+  uint64_t faults = 0;   // failures recorded as context errors
+  uint64_t replies = 0;  // messages answered: the channel round trips
+  uint32_t compute_share = 1;
+  bool high_priority = false;
+  uint64_t started_us = 0;  // when the session began (microseconds since the epoch)
 };
+
+// Microseconds since the epoch (NVML's timestamps).
+uint64_t NowMicros();
 
 class Session {
  public:
@@ -214,7 +242,10 @@ class Session {
   // does not wait for: the error becomes the context's, for its next synchronization.
   void RecordFault(ContextState& ctx, const Status& status, const char* what) {
     faults_.Record(ctx.errors, status, what);
+    fault_count_.fetch_add(1, std::memory_order_relaxed);
   }
+  // The share flow of the session on its adapter `device` (an index in policy_.adapters).
+  ShareFlow& Flow(uint32_t device) { return *flows_[device]; }
   // Creation of a stream or event the budget refused: remembered (HandleStore::Refuse) so
   // that later uses of the handle get the error, not a violation.
   template <typename T>
@@ -283,6 +314,13 @@ class Session {
   uint64_t touched_ctx_ = 0;  // the context the message named (set by Find), for the fence
   Status send_failure_;       // a corrupt reply ring met while replying to it
 
+  // One per policy adapter: the session's compute share there and what it used (read by
+  // Snapshot at any time). Before the stores, whose contexts draw on them until destroyed.
+  std::vector<std::unique_ptr<ShareFlow>> flows_;
+  std::atomic<uint64_t> fault_count_{0};
+  const uint64_t started_us_ = NowMicros();
+  std::atomic<uint64_t> replies_{0};
+
   mutable std::mutex mutex_;  // guards what Snapshot and Stop read: the stores' membership
   int guest_pid_ = -1;
   std::string guest_name_;
@@ -335,6 +373,7 @@ Status Session::SendReplyFilled(const Reply& reply, size_t payload_bytes,
                                       });
   if (!filled.ok()) return filled;
   HandleSendStatus(sent);
+  replies_.fetch_add(1, std::memory_order_relaxed);
   replied_ = true;
   return Status::Ok();
 }

@@ -93,6 +93,7 @@ Outcome Session::Execute(const CtxCreateRequest& request, Span) {
     PVGPU_WARN("session " << id_ << ": context creation failed: " << impl.status().ToString());
     return impl.status().code();
   }
+  (*impl)->SetShareFlow(&Flow(request.device));  // the session's share of the adapter
   {
     std::lock_guard<std::mutex> lock(mutex_);
     (void)contexts_.Add(request.ctx, budgets_, request.device, std::move(impl).value());

@@ -103,13 +103,20 @@ Outcome Session::Execute(const MemcpyHtoDRegionRequest& request, Span, ContextSt
                          Region& region) {
   return CopyWithRegion(
       ctx, region, request.offset, request.size, request.dst,
-      [&](std::span<uint8_t> host) { return ctx.impl->Write(request.dst, host); });
+      [&](std::span<uint8_t> host) {
+        Flow(ctx.device).bytes_htod.fetch_add(host.size(), std::memory_order_relaxed);
+        return ctx.impl->Write(request.dst, host);
+      });
 }
 
 Outcome Session::Execute(const MemcpyDtoHRegionRequest& request, Span, ContextState& ctx, Stream*,
                          Region& region) {
   return CopyWithRegion(ctx, region, request.offset, request.size, request.src,
-                        [&](std::span<uint8_t> host) { return ctx.impl->Read(request.src, host); });
+                        [&](std::span<uint8_t> host) {
+                          Flow(ctx.device).bytes_dtoh.fetch_add(host.size(),
+                                                                std::memory_order_relaxed);
+                          return ctx.impl->Read(request.src, host);
+                        });
 }
 
 }  // namespace pvgpu::host

@@ -59,6 +59,7 @@ Outcome Session::Execute(const MemcpyHtoDRequest& request, const transport::Mess
     RecordFault(ctx, Error(Code::kInvalidValue, "HtoD destination outside allocations"), "copy");
     return Code::kInvalidValue;
   }
+  Flow(ctx.device).bytes_htod.fetch_add(data.size(), std::memory_order_relaxed);
   // In two pieces when the bytes wrap around the end of the channel's ring.
   Status status = ctx.impl->Write(request.dst, data.first);
   if (status.ok() && !data.second.empty()) {
@@ -73,6 +74,7 @@ Outcome Session::Execute(const MemcpyDtoHRequest& request, Span, ContextState& c
       endpoint_->max_message_size() - sizeof(MessageHeader) - sizeof(MemcpyDtoHReply);
   if (request.size > limit) return Violation("DtoH chunk larger than the channel allows");
   if (!ctx.InAllocation(request.src, request.size)) return Code::kInvalidValue;
+  Flow(ctx.device).bytes_dtoh.fetch_add(request.size, std::memory_order_relaxed);
   MemcpyDtoHReply reply;
   reply.result = 0;
   // The adapter reads straight into the reply in the channel: no staging buffer.

@@ -2,6 +2,7 @@
 // validated: a link image's records are checked here, once, and the adapter gets its inputs.
 #include "common/log.h"
 #include "host/session.h"
+#include "host/share_gate.h"
 #include "protocol/link_image.h"
 
 namespace pvgpu::host {
@@ -124,8 +125,18 @@ Outcome Session::Execute(const LaunchKernelRequest& request, Span params, Contex
   };
   // A synchronous adapter runs the kernel right here; one that never ends must not outlive
   // its guest's interest in it. Asynchronous adapters return at once and need no watch.
-  Status status =
-      ctx.impl->asynchronous() ? launch() : watcher_.Run(*ctx.impl, request.ctx, launch);
+  Status status;
+  if (ctx.impl->asynchronous()) {
+    // The adapter's gate decides when this session may submit (host/share_gate.h); the
+    // launch leaves the gate's count when the adapter has completed it.
+    ShareGate* gate = ctx.device < policy_.gates.size() ? policy_.gates[ctx.device] : nullptr;
+    ShareFlow* flow = &Flow(ctx.device);
+    if (gate != nullptr && !gate->Admit(*flow, stop_)) return Code::kLaunchFailed;
+    status = launch();
+    if (gate != nullptr) ctx.impl->NotifyWhenDone([gate, flow] { gate->Done(*flow); });
+  } else {
+    status = watcher_.Run(*ctx.impl, request.ctx, launch);
+  }
   if (!printed.empty()) SendPrint(request.ctx, printed);
   if (!status.ok()) RecordFault(ctx, status.WithContext("kernel " + kernel.name), "launch");
   return status.code();

@@ -1,6 +1,7 @@
 // HostStatus: what a session may know about the host, as JSON. Non-admin sessions (containers
 // on a restricted socket) see their own adapters, renumbered as they see them, and only the
 // sessions of their own listener, so that nothing about other tenants leaks.
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,12 @@ std::string PciBusId(const adapters::AdapterInfo& info) {
 
 }  // namespace
 
+uint64_t NowMicros() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000 + static_cast<uint64_t>(now.tv_nsec) / 1000;
+}
+
 // What the sessions of `viewer`'s own listener hold, for tenants that must not learn how much
 // memory other tenants use on a shared adapter.
 uint64_t Server::ListenerUse(const SessionPolicy& viewer, const adapters::Adapter* adapter) {
@@ -50,7 +57,8 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
   json status;
   status["host"] = {{"version", kVersionString},
                     {"driver_version", kCudaDriverVersion},
-                    {"pid", static_cast<int>(getpid())}};
+                    {"pid", static_cast<int>(getpid())},
+                    {"time_us", NowMicros()}};
   {
     std::lock_guard<std::mutex> lock(utilization_mutex_);
     const auto now = std::chrono::steady_clock::now();
@@ -121,12 +129,38 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
         }
         if (shown >= 0) devices.push_back(shown);
       }
+      // What its work used, per adapter the viewer sees (docs/sharing.md).
+      json usage = json::array();
+      for (size_t d = 0; d < s.usage.size() && d < policy.adapters.size(); ++d) {
+        const adapters::Adapter* adapter = policy.adapters[d];
+        int shown = -1;
+        if (viewer.admin) {
+          shown = host_index(adapter);
+        } else {
+          auto it = std::find(viewer.adapters.begin(), viewer.adapters.end(), adapter);
+          if (it != viewer.adapters.end()) shown = static_cast<int>(it - viewer.adapters.begin());
+        }
+        if (shown < 0) continue;
+        const FlowUsage& u = s.usage[d];
+        usage.push_back({{"device", shown},
+                         {"kernels", u.kernels},
+                         {"busy_ns", u.busy_ns},
+                         {"queued_ns", u.queued_ns},
+                         {"worker_ns", u.worker_ns},
+                         {"bytes_htod", u.bytes_htod},
+                         {"bytes_dtoh", u.bytes_dtoh}});
+      }
       json entry = {{"id", s.id},
                     {"pid", s.guest_pid},
                     {"name", s.guest_name},
                     {"memory_used", s.used_bytes},
                     {"contexts", s.contexts},
-                    {"devices", devices}};
+                    {"devices", devices},
+                    {"compute_share", s.compute_share},
+                    {"priority", s.high_priority ? "high" : "normal"},
+                    {"faults", s.faults},
+                    {"started_us", s.started_us},
+                    {"usage", usage}};
       if (viewer.admin) {
         entry["channel"] = s.channel;
         entry["listener"] = policy.listener;
@@ -140,7 +174,9 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
         listeners.push_back({{"address", listener->config.address},
                              {"adapters", indices},
                              {"memory_quota", listener->config.memory_quota},
-                             {"admin", listener->config.admin}});
+                             {"admin", listener->config.admin},
+                             {"compute_share", listener->policy.compute_share},
+                             {"priority", listener->policy.high_priority ? "high" : "normal"}});
       }
     }
   }

@@ -1,5 +1,23 @@
-// Executor: a worker pool shared by all launches. Blocks are handed out one at a time,
-// round-robin between active launches, so concurrent guests share the cores fairly.
+// Executor: a worker pool shared by all launches. Blocks are handed out one at a time to the
+// launches waiting for workers, by weighted fair queueing of their flows (common/share_flow.h,
+// one per guest session and adapter): each flow's virtual time is the worker time its blocks
+// took divided by its weight, and a free worker takes the next block of the launch whose flow
+// is furthest behind, high-priority flows before all others. A flow is charged an estimate of
+// a block's time when a worker takes the block, corrected when the block ends, so that workers
+// freed at once do not all pick the same flow. A flow that comes back after being idle starts
+// no further behind the others than kIdleCreditNs of weighted time: idle time earns no share,
+// while the short gap (under kAnticipateNs) between two of a busy guest's launches costs it
+// nothing, its virtual time kept as it was. A running block
+// is never interrupted: a flow waits at most for the blocks already on the workers.
+//
+// A session runs one launch at a time (the cpu adapter is synchronous), so between two of its
+// launches its flow has no work for a moment: the session thread must wake, answer and take
+// the next message. Handing the workers to the others in that gap would let a flow with more
+// launches per second, not more weight, take the adapter. So a worker anticipates: when the
+// flow that goes first is one whose launch ended moments ago and whose gaps between launches
+// are short (below kAnticipateNs on average), the worker waits for its next launch, for at
+// most three times its usual gap, before it serves the others. A flow that thinks between
+// launches longer than that is not waited for: its idle time goes to the others.
 //
 // A one-block grid that finds no launch waiting for the workers runs on the caller's thread
 // instead: handing it to a worker costs two thread wake-ups (the worker's and, when it is done,
@@ -21,6 +39,7 @@
 // they wait for is in a slice on a worker the host has descheduled. What cooperative launches
 // hold resident is bounded for the whole process, not only per launch (cooperative_budget.h).
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +48,7 @@
 
 #include "common/cpus.h"
 #include "ptx/block_run.h"
+#include "ptx/launch_flow.h"
 #include "ptx/cooperative_budget.h"
 #include "ptx/program.h"
 #include "ptx/warp.h"
@@ -41,6 +61,25 @@ constexpr uint64_t kMaxLocalPerBlock = uint64_t{64} << 20;
 // this: the caller keeps its buffers for the thread's life (a session's), and a guest must not
 // make every session thread hold what only the shared workers hold otherwise.
 constexpr uint64_t kMaxInlineScratch = uint64_t{1} << 20;
+// How far behind the busy flows a returning flow may start, in virtual time (worker
+// nanoseconds divided by weight).
+constexpr double kIdleCreditNs = 50e6;
+// The longest average gap between a flow's launches that a worker waits for (see above).
+constexpr int64_t kAnticipateNs = 10000000;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Whether flow `a`'s work goes before `b`'s.
+bool Before(const ShareFlow& a, const ShareFlow& b) {
+  if (a.high_priority != b.high_priority) return a.high_priority;
+  return a.vtime < b.vtime;
+}
+
+double Weight(const ShareFlow& flow) { return flow.weight == 0 ? 1.0 : double(flow.weight); }
 
 // One block of a cooperative launch, resident for the whole launch.
 struct CoopBlock {
@@ -52,6 +91,8 @@ struct CoopBlock {
 
 struct Job {
   LaunchCtx* ctx = nullptr;
+  ShareFlow* flow = nullptr;
+  int64_t started_ns = 0;  // when a worker first took one of its blocks
   uint64_t total = 0;
   uint64_t next = 0;
   uint32_t inflight = 0;
@@ -72,39 +113,154 @@ std::atomic<uint64_t> g_launch_ids{1};
 
 }  // namespace
 
+// A flow whose launch just ended, remembered for anticipation. `flow` only identifies it (it is
+// never read through: its session may be gone); the rest is a copy.
+struct RecentFlow {
+  const ShareFlow* flow;
+  bool high_priority;
+  double vtime;
+  int64_t until_ns;  // wait for it until then
+};
+
 struct Executor::Impl {
   std::mutex mu;
+  std::vector<RecentFlow> recent;  // flows that may launch again in a moment
+  std::vector<Job*> draining;       // jobs whose every block is taken, some still running
   std::condition_variable work_cv, done_cv;
   std::deque<Job*> jobs;
   size_t rr = 0;
   bool stop = false;
   size_t inline_running = 0;  // one-block launches running on their callers' threads
   size_t idle = 0;            // workers waiting while every queued job's work is taken
+  int64_t wait_until = 0;     // set by TakeJob when it anticipates a flow (steady clock ns)
   std::vector<std::thread> workers;
 
   // Called with mu held once a job has no work left to hand out and none running.
+  // The flow's count of jobs drops here, where the work ends, not when the launching thread
+  // wakes: anticipation (Ended) must start at once.
   void Finish(Job* job) {
+    if (job->finished) return;
     auto it = std::find(jobs.begin(), jobs.end(), job);
     if (it != jobs.end()) jobs.erase(it);
+    draining.erase(std::remove(draining.begin(), draining.end(), job), draining.end());
     job->finished = true;
+    --job->flow->active;
+    Ended(*job->flow);
     done_cv.notify_all();
   }
 
-  // The next job with work to hand out, round-robin; drops exhausted jobs on the way.
+  // The next job with work to hand out: the one whose flow goes first (Before), in turn among
+  // equals; drops exhausted jobs on the way.
   Job* TakeJob() {
-    for (size_t tries = jobs.size(); tries > 0 && !jobs.empty(); --tries) {
-      Job* job = jobs[rr++ % jobs.size()];
-      if (job->Exhausted()) {
-        if (job->inflight == 0) {
-          Finish(job);
-        } else {
-          jobs.erase(std::find(jobs.begin(), jobs.end(), job));
-        }
+    for (size_t i = 0; i < jobs.size();) {
+      Job* job = jobs[i];
+      if (!job->Exhausted()) {
+        ++i;
         continue;
       }
-      if (job->HasWork()) return job;
+      if (job->inflight == 0) {
+        Finish(job);
+      } else {
+        jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(i));
+        draining.push_back(job);  // its last blocks are running
+      }
     }
-    return nullptr;
+    Job* best = nullptr;
+    const size_t n = jobs.size();
+    for (size_t k = 0; k < n; ++k) {
+      Job* job = jobs[(rr + k) % n];
+      if (!job->HasWork()) continue;
+      if (best == nullptr || Before(*job->flow, *best->flow)) best = job;
+    }
+    ++rr;
+    if (best != nullptr && Anticipating(*best->flow)) return nullptr;
+    if (best != nullptr && best->started_ns == 0) best->started_ns = NowNs();
+    return best;
+  }
+
+  // Whether a flow that goes before `candidate` ended a launch moments ago and is expected
+  // back (drops the flows whose wait is over). Sets wait_until to the latest such deadline.
+  bool Anticipating(const ShareFlow& candidate) {
+    const int64_t now = NowNs();
+    bool waiting = false;
+    for (size_t i = 0; i < recent.size();) {
+      const RecentFlow& r = recent[i];
+      if (r.until_ns <= now) {
+        recent.erase(recent.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      const bool goes_first = r.high_priority != candidate.high_priority
+                                  ? r.high_priority
+                                  : r.vtime < candidate.vtime;
+      if (r.flow != &candidate && goes_first) {
+        waiting = true;
+        wait_until = std::max(wait_until, r.until_ns);
+      }
+      ++i;
+    }
+    // A flow whose launch is running its last blocks will, if its gaps are short, launch
+    // again right after: the same wait, from the end of its blocks.
+    for (const Job* job : draining) {
+      const ShareFlow& f = *job->flow;
+      if (&f == &candidate || f.gap_ns <= 0 || f.gap_ns > double(kAnticipateNs)) continue;
+      if (!Before(f, candidate)) continue;
+      waiting = true;
+      const int64_t wait = std::min<int64_t>(kAnticipateNs, int64_t(f.block_ns + 3 * f.gap_ns));
+      wait_until = std::max(wait_until, now + wait + 50000);
+    }
+    return waiting;
+  }
+
+  // A launch of `flow` ended (mu held): remembered when its launches come back quickly.
+  void Ended(ShareFlow& flow) {
+    const int64_t now = NowNs();
+    flow.last_end_ns = now;
+    if (flow.active != 0) return;
+    if (flow.gap_ns > 0 && flow.gap_ns <= double(kAnticipateNs)) {
+      const int64_t wait = std::min<int64_t>(kAnticipateNs, int64_t(3 * flow.gap_ns) + 50000);
+      recent.push_back({&flow, flow.high_priority, flow.vtime, now + wait});
+    }
+  }
+
+  // A worker took a block of `flow`'s: charged what a block has cost it so far.
+  static double ChargeEstimate(ShareFlow& flow) {
+    const double estimate = flow.block_ns;
+    flow.vtime += estimate / Weight(flow);
+    return estimate;
+  }
+  // The block ended after `ns`: the estimate corrected, and the flow's figures updated.
+  static void ChargeActual(ShareFlow& flow, double estimate, int64_t ns) {
+    flow.vtime += (double(ns) - estimate) / Weight(flow);
+    flow.block_ns = flow.block_ns == 0 ? double(ns) : 0.875 * flow.block_ns + 0.125 * double(ns);
+    flow.worker_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+  }
+
+  // A launch of `flow` arrives: a flow that was idle (longer than kAnticipateNs) starts at
+  // most kIdleCreditNs behind the busy ones.
+  void Activate(ShareFlow& flow) {
+    if (flow.active++ != 0) return;
+    for (size_t i = 0; i < recent.size(); ++i) {
+      if (recent[i].flow == &flow) {
+        recent.erase(recent.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    }
+    const int64_t idle_ns = flow.last_end_ns == 0 ? -1 : NowNs() - flow.last_end_ns;
+    if (idle_ns >= 0) {
+      const double gap = std::min(double(idle_ns), 4.0 * kAnticipateNs);
+      flow.gap_ns = flow.gap_ns == 0 ? gap : 0.75 * flow.gap_ns + 0.25 * gap;
+    }
+    // Back from the short gap between two launches: its place is kept. Back from idle (or
+    // new): no further behind the busy flows than the credit.
+    if (idle_ns >= 0 && idle_ns <= kAnticipateNs) return;
+    bool any = false;
+    double least = 0;
+    for (Job* job : jobs) {
+      if (job->flow == &flow) continue;
+      if (!any || job->flow->vtime < least) least = job->flow->vtime;
+      any = true;
+    }
+    if (any) flow.vtime = std::max(flow.vtime, least - kIdleCreditNs);
   }
 
   void Worker(unsigned index) {
@@ -114,12 +270,19 @@ struct Executor::Impl {
     while (true) {
       work_cv.wait(lock, [&] { return stop || !jobs.empty(); });
       if (stop) return;
+      wait_until = 0;
       Job* job = TakeJob();
       if (job == nullptr) {
-        // Only cooperative blocks that other workers are running: wait for one to come back.
+        // Only cooperative blocks that other workers are running, or a flow that goes first
+        // is expected back in a moment: wait for one of them.
         if (!jobs.empty()) {
           ++idle;
-          work_cv.wait(lock);
+          if (wait_until != 0) {
+            work_cv.wait_until(lock, std::chrono::steady_clock::time_point(
+                                         std::chrono::nanoseconds(wait_until)));
+          } else {
+            work_cv.wait(lock);
+          }
           --idle;
         }
         continue;
@@ -130,11 +293,15 @@ struct Executor::Impl {
       }
       uint64_t b = job->next++;
       ++job->inflight;
+      const double estimate = ChargeEstimate(*job->flow);
       lock.unlock();
       // Allocations may change between launches; one lookup per block is cheap.
       scratch.cache = TranslateCache{};
+      const int64_t start = NowNs();
       RunBlock(*job->ctx, b, scratch);
+      const int64_t ns = NowNs() - start;
       lock.lock();
+      ChargeActual(*job->flow, estimate, ns);
       --job->inflight;
       if (job->inflight == 0 && job->Exhausted()) Finish(job);
     }
@@ -145,7 +312,9 @@ struct Executor::Impl {
     CoopBlock* b = job->ready.front();
     job->ready.pop_front();
     ++job->inflight;
+    const double estimate = ChargeEstimate(*job->flow);
     lock.unlock();
+    const int64_t start = NowNs();
     LaunchCtx& L = *job->ctx;
     if (!b->started) {
       b->started = true;
@@ -154,7 +323,9 @@ struct Executor::Impl {
     }
     const SliceEnd end = RunBlockSlice(L, b->scratch);
     if (end == SliceEnd::kFinished) b->scratch = Scratch{};  // its memory goes back at once
+    const int64_t ns = NowNs() - start;
     lock.lock();
+    ChargeActual(*job->flow, estimate, ns);
     --job->inflight;
     if (end == SliceEnd::kFinished) {
       --job->unfinished;
@@ -256,8 +427,12 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
       }
     }
   }
+  ShareFlow own_flow;  // a launch without a flow is a flow of its own
+  ShareFlow* named = ScopedLaunchFlow::Current();
+  ShareFlow& flow = named != nullptr ? *named : own_flow;
   Job job;
   job.ctx = &L;
+  job.flow = &flow;
   job.total = g.Count();
   const uint64_t scratch = BlockScratchBytes(L);
   uint64_t resident = 0;  // taken from the process's budget, given back on return
@@ -285,9 +460,15 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
     job.cooperative = true;
     job.unfinished = job.total;
   }
+  const int64_t submitted = NowNs();
+  int64_t started = submitted;
   {
     std::unique_lock<std::mutex> lock(impl_->mu);
-    if (job.total == 1 && !job.cooperative && scratch <= kMaxInlineScratch && impl_->jobs.empty() &&
+    impl_->Activate(flow);
+    // A high-priority one-block launch runs at once on its caller's thread even while others'
+    // launches wait for the workers: it goes ahead of them without waiting for a block to end.
+    if (job.total == 1 && !job.cooperative && scratch <= kMaxInlineScratch &&
+        (impl_->jobs.empty() || flow.high_priority) &&
         impl_->inline_running < impl_->workers.size()) {
       ++impl_->inline_running;
       lock.unlock();
@@ -296,8 +477,12 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
       scratch.index = static_cast<unsigned>(impl_->workers.size());
       scratch.cache = TranslateCache{};
       RunBlock(L, 0, scratch);
+      const int64_t ns = NowNs() - started;
       lock.lock();
+      Impl::ChargeActual(flow, 0, ns);
       --impl_->inline_running;
+      --flow.active;
+      impl_->Ended(flow);
     } else {
       impl_->jobs.push_back(&job);
       // Wake only as many workers as there are blocks to take.
@@ -307,8 +492,13 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
         impl_->work_cv.notify_all();
       }
       impl_->done_cv.wait(lock, [&] { return job.finished; });
+      if (job.started_ns != 0) started = job.started_ns;
     }
   }
+  const int64_t ended = NowNs();
+  flow.kernels.fetch_add(1, std::memory_order_relaxed);
+  flow.queued_ns.fetch_add(static_cast<uint64_t>(started - submitted), std::memory_order_relaxed);
+  flow.busy_ns.fetch_add(static_cast<uint64_t>(ended - started), std::memory_order_relaxed);
   if (!L.error.ok()) return L.error;
   if (env.cancel && env.cancel->load()) return Error(Code::kLaunchFailed, "launch cancelled");
   return Status::Ok();

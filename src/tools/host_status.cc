@@ -101,9 +101,28 @@ json GuestProcesses(const json& status, int own_pid) {
                                                        {"name", s.value("name", "")},
                                                        {"memory_used", uint64_t{0}},
                                                        {"contexts", 0},
-                                                       {"devices", json::array()}});
+                                                       {"devices", json::array()},
+                                                       {"compute_share", 1},
+                                                       {"priority", "normal"},
+                                                       {"started_us", uint64_t{0}},
+                                                       {"kernels", uint64_t{0}},
+                                                       {"busy_ns", uint64_t{0}},
+                                                       {"queued_ns", uint64_t{0}},
+                                                       {"bytes_htod", uint64_t{0}},
+                                                       {"bytes_dtoh", uint64_t{0}}});
     if (inserted) order.push_back(pid);
     json& p = it->second;
+    // Its sessions' use summed (docs/sharing.md); the share and priority of its listener.
+    p["compute_share"] = std::max(p["compute_share"].get<int>(), s.value("compute_share", 1));
+    if (s.value("priority", "normal") == "high") p["priority"] = "high";
+    const uint64_t started = s.value("started_us", uint64_t{0});
+    const uint64_t known = p["started_us"].get<uint64_t>();
+    if (started != 0 && (known == 0 || started < known)) p["started_us"] = started;
+    for (const json& u : s.value("usage", json::array())) {
+      for (const char* key : {"kernels", "busy_ns", "queued_ns", "bytes_htod", "bytes_dtoh"}) {
+        p[key] = p[key].get<uint64_t>() + u.value(key, uint64_t{0});
+      }
+    }
     p["memory_used"] = p["memory_used"].get<uint64_t>() + s.value("memory_used", uint64_t{0});
     p["contexts"] = p["contexts"].get<int>() + s.value("contexts", 0);
     for (const json& d : s.value("devices", json::array())) {

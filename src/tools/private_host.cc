@@ -164,6 +164,7 @@ Status PrivateHost::Launch() {
                                    std::to_string(ready_write),
                                    "--log-file",
                                    log_path};
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -24,6 +25,7 @@ class PrivateHost {
   struct Options {
     std::string daemon_path;  // PREFIX/bin/pvgpud
     std::string adapters = "cpu";
+    std::vector<std::string> extra_args;  // more pvgpud arguments (bench contention: --config)
     bool keep_logs = false;
     std::chrono::milliseconds ready_timeout{10000};
     std::chrono::milliseconds stop_timeout{5000};

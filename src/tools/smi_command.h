@@ -12,6 +12,9 @@ namespace pvgpu::tools {
 struct SmiOptions {
   std::optional<std::string> host;  // --host
   bool json = false;                // --json
+  bool watch = false;               // --watch: refresh until interrupted (or --count)
+  double interval = 1.0;            // --interval SECONDS between refreshes
+  unsigned count = 0;               // --count N refreshes (0: no limit)
 };
 
 int RunSmi(const SmiOptions& options);

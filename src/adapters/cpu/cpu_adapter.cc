@@ -6,6 +6,7 @@
 
 #include "adapters/link_inputs.h"
 #include "fatbin/fatbin.h"
+#include "ptx/launch_flow.h"
 
 namespace pvgpu::adapters::cpu {
 namespace {
@@ -200,7 +201,11 @@ class CpuContext final : public Context {
       PVGPU_ASSIGN_OR_RETURN(workspace, PrepareCooperative(kernels[kernel], launch, &env));
     }
     adapter_->busy().KernelStarted();
-    Status status = executor_->Launch(cpu_module.program(), kernels[kernel], launch, params, env);
+    Status status;
+    {
+      ptx::ScopedLaunchFlow flow(flow_);  // the session's share of the workers
+      status = executor_->Launch(cpu_module.program(), kernels[kernel], launch, params, env);
+    }
     adapter_->busy().KernelFinished();
     // The workspace lives exactly as long as the launch, however it ended (fault, cancel).
     if (workspace != 0) (void)Free(workspace);
@@ -236,6 +241,7 @@ class CpuContext final : public Context {
   }
 
   void Cancel() override { cancel_.store(true); }
+  void SetShareFlow(ShareFlow* flow) override { flow_ = flow; }
   uint64_t used_bytes() const override { return memory_.used_bytes(); }
 
  private:
@@ -270,6 +276,7 @@ class CpuContext final : public Context {
   ptx::Executor* executor_;
   DeviceMemory memory_;
   std::atomic<bool> cancel_{false};
+  ShareFlow* flow_ = nullptr;  // the session's, set once before any launch
 };
 
 }  // namespace

@@ -28,6 +28,7 @@ class CpuAdapter final : public Adapter {
   StatusOr<std::unique_ptr<Context>> CreateContext() override;
   uint64_t used_bytes() const override { return used_.load(); }
   uint32_t SampleUtilization() override { return busy_.SamplePercent(); }
+  uint64_t busy_ns() override { return busy_.TotalNs(); }
   BusyTracker& busy() { return busy_; }
 
   // Contexts report their memory here so that adapter-wide use is one atomic read.

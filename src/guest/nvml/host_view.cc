@@ -52,6 +52,21 @@ SessionView ParseSession(const json& s) {
   if (s.contains("devices")) {
     for (const json& d : s.at("devices")) view.devices.push_back(d.get<int>());
   }
+  view.compute_share = s.value("compute_share", 1u);
+  view.priority = s.value("priority", "normal");
+  view.started_us = s.value("started_us", uint64_t{0});
+  if (s.contains("usage")) {
+    for (const json& u : s.at("usage")) {
+      UsageView usage;
+      usage.device = u.value("device", 0);
+      usage.kernels = u.value("kernels", uint64_t{0});
+      usage.busy_ns = u.value("busy_ns", uint64_t{0});
+      usage.queued_ns = u.value("queued_ns", uint64_t{0});
+      usage.bytes_htod = u.value("bytes_htod", uint64_t{0});
+      usage.bytes_dtoh = u.value("bytes_dtoh", uint64_t{0});
+      view.usage.push_back(usage);
+    }
+  }
   return view;
 }
 
@@ -65,6 +80,7 @@ StatusOr<HostView> ParseHostStatus(std::string_view text) {
       const json& host = status.at("host");
       view.version = host.value("version", "");
       view.driver_version = host.value("driver_version", 0);
+      view.time_us = host.value("time_us", uint64_t{0});
     }
     if (status.contains("adapters")) {
       for (const json& a : status.at("adapters")) view.adapters.push_back(ParseAdapter(a));

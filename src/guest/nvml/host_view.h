@@ -34,6 +34,16 @@ struct AdapterView {
   int cc_major = 0, cc_minor = 0;
 };
 
+// What a session's work used on one adapter (HostStatus "usage", docs/sharing.md).
+struct UsageView {
+  int device = 0;  // adapter index in this session's numbering
+  uint64_t kernels = 0;
+  uint64_t busy_ns = 0;
+  uint64_t queued_ns = 0;
+  uint64_t bytes_htod = 0;
+  uint64_t bytes_dtoh = 0;
+};
+
 struct SessionView {
   uint32_t id = 0;
   uint32_t pid = 0;
@@ -41,11 +51,23 @@ struct SessionView {
   uint64_t memory_used = 0;
   uint32_t contexts = 0;
   std::vector<int> devices;  // adapter indices in this session's numbering
+  uint32_t compute_share = 1;
+  std::string priority = "normal";
+  uint64_t started_us = 0;  // microseconds since the epoch
+  std::vector<UsageView> usage;
+  // The usage entry for `device`, or null.
+  const UsageView* UsageOn(int device) const {
+    for (const UsageView& u : usage) {
+      if (u.device == device) return &u;
+    }
+    return nullptr;
+  }
 };
 
 struct HostView {
   std::string version;     // "pvgpu 0.1.0"
   int driver_version = 0;  // CUDA driver API version, e.g. 13000
+  uint64_t time_us = 0;    // the host's clock when it answered (microseconds since the epoch)
   std::vector<AdapterView> adapters;
   std::vector<SessionView> sessions;
 };

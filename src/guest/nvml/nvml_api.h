@@ -118,6 +118,32 @@ typedef struct nvmlProcessInfo_v2_st {
   unsigned int computeInstanceId;  // 0xFFFFFFFF without MIG
 } nvmlProcessInfo_v2_t, nvmlProcessInfo_t;
 
+// nvmlDeviceGetProcessUtilization: one process's share of a sample period, in percent.
+typedef struct nvmlProcessUtilizationSample_st {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU timestamp of the sample, microseconds since the epoch
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+typedef enum nvmlEnableState_enum {
+  NVML_FEATURE_DISABLED = 0,
+  NVML_FEATURE_ENABLED = 1,
+} nvmlEnableState_t;
+
+// nvmlDeviceGetAccountingStats: one process over its lifetime.
+typedef struct nvmlAccountingStats_st {
+  unsigned int gpuUtilization;     // percent of its lifetime with a kernel of its running
+  unsigned int memoryUtilization;  // percent of its lifetime with device memory in use
+  unsigned long long maxMemoryUsage;
+  unsigned long long time;       // ms its context was active; 0 while it runs
+  unsigned long long startTime;  // microseconds since the epoch
+  unsigned int isRunning;
+  unsigned int reserved[5];
+} nvmlAccountingStats_t;
+
 typedef enum nvmlBrandType_enum {
   NVML_BRAND_UNKNOWN = 0,
   NVML_BRAND_QUADRO = 1,
@@ -146,6 +172,9 @@ PVGPU_NVML_STATIC_ASSERT(nvmlMemory_v2 == 0x02000028, "nvmlMemory_v2");
 PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t");
 PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t");
 PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t");
+PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlProcessUtilizationSample_t) == 32,
+                         "nvmlProcessUtilizationSample_t");
+PVGPU_NVML_STATIC_ASSERT(sizeof(nvmlAccountingStats_t) == 56, "nvmlAccountingStats_t");
 #undef PVGPU_NVML_STATIC_ASSERT
 
 // Initialization and errors.
@@ -193,6 +222,18 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsign
                                                      nvmlProcessInfo_v2_t* infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                      nvmlProcessInfo_t* infos);
+
+// Per-process utilization and accounting (src/guest/nvml/api_accounting.cc).
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                             nvmlProcessUtilizationSample_t* utilization,
+                                             unsigned int* processSamplesCount,
+                                             unsigned long long lastSeenTimeStamp);
+nvmlReturn_t nvmlDeviceGetAccountingMode(nvmlDevice_t device, nvmlEnableState_t* mode);
+nvmlReturn_t nvmlDeviceGetAccountingStats(nvmlDevice_t device, unsigned int pid,
+                                          nvmlAccountingStats_t* stats);
+nvmlReturn_t nvmlDeviceGetAccountingPids(nvmlDevice_t device, unsigned int* count,
+                                         unsigned int* pids);
+nvmlReturn_t nvmlDeviceGetAccountingBufferSize(nvmlDevice_t device, unsigned int* bufferSize);
 
 #ifdef __cplusplus
 }  // extern "C"

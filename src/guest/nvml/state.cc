@@ -90,7 +90,7 @@ std::vector<nvmlDevice_st*> State::Devices() {
 }
 
 nvmlReturn_t State::Refresh(nvmlDevice_st* device, AdapterView* adapter,
-                            std::vector<SessionView>* sessions) {
+                            std::vector<SessionView>* sessions, uint64_t* host_time_us) {
   StatusOr<HostView> view = FetchHostStatus(*device->client);
   if (!view.ok()) {
     PVGPU_WARN("NVML: host " << device->client->address() << ": " << view.status().message());
@@ -100,6 +100,7 @@ nvmlReturn_t State::Refresh(nvmlDevice_st* device, AdapterView* adapter,
                          [&](const AdapterView& a) { return a.index == device->remote_index; });
   if (it == view->adapters.end()) return NVML_ERROR_GPU_IS_LOST;
   if (adapter != nullptr) *adapter = *it;
+  if (host_time_us != nullptr) *host_time_us = view->time_us;
   if (sessions != nullptr) {
     sessions->clear();
     for (const SessionView& s : view->sessions) {

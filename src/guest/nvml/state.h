@@ -50,7 +50,7 @@ class State {
   // The host's current view of `device`'s adapter and of the sessions that use it (memory and
   // utilization change, so these are asked for each time). GPU_IS_LOST when the host is gone.
   nvmlReturn_t Refresh(nvmlDevice_st* device, AdapterView* adapter,
-                       std::vector<SessionView>* sessions);
+                       std::vector<SessionView>* sessions, uint64_t* host_time_us = nullptr);
 
   // From the first host that answered at nvmlInit.
   std::string host_version() EXCLUDES(mutex_);

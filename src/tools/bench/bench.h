@@ -13,7 +13,7 @@
 namespace pvgpu::tools::bench {
 
 struct BenchOptions {
-  std::string name;                 // latency, bandwidth, nbody, matmul
+  std::string name;                 // latency, bandwidth, nbody, matmul, contention
   bool json = false;                // --json: machine output instead of the table
   std::string plot;                 // --plot FILE: an SVG chart
   std::optional<std::string> host;  // --host ADDR
@@ -31,6 +31,8 @@ struct BenchOptions {
   // Internal (--channel-only): measure only the channel half and print its JSON; used to run
   // the PVGPU_PIPELINE=0 half of `latency` in a child process.
   bool channel_only = false;
+  // Internal (--contention-worker): a guest of `contention`, one answer per request line.
+  bool contention_worker = false;
 };
 
 // What a benchmark hands back: machine output, the human table, and optionally a chart.
@@ -46,6 +48,7 @@ StatusOr<BenchReport> RunLatency(const BenchOptions& options);
 StatusOr<BenchReport> RunBandwidth(const BenchOptions& options);
 StatusOr<BenchReport> RunNbody(const BenchOptions& options);
 StatusOr<BenchReport> RunMatmul(const BenchOptions& options);
+StatusOr<BenchReport> RunContention(const BenchOptions& options);
 
 // Facts about this machine that every report carries, since the ratios depend on them.
 nlohmann::ordered_json MachineJson();

@@ -118,6 +118,8 @@ int RunBench(const bench::BenchOptions& options) {
     report = bench::RunNbody(options);
   } else if (options.name == "matmul") {
     report = bench::RunMatmul(options);
+  } else if (options.name == "contention") {
+    report = bench::RunContention(options);
   }
   if (!report.ok()) {
     PrintError("bench " + options.name + ": " + report.status().message());
@@ -164,9 +166,9 @@ Subcommand RegisterBenchCommand(CLI::App& app) {
   auto options = std::make_shared<bench::BenchOptions>();
   CLI::App* command = app.add_subcommand("bench", "Measure pvgpu against the in-process adapter");
   command->formatter(std::make_shared<BenchFormatter>());
-  command->add_option("NAME", options->name, "latency, bandwidth, nbody or matmul")
+  command->add_option("NAME", options->name, "latency, bandwidth, nbody, matmul or contention")
       ->required()
-      ->check(CLI::IsMember({"latency", "bandwidth", "nbody", "matmul"}));
+      ->check(CLI::IsMember({"latency", "bandwidth", "nbody", "matmul", "contention"}));
   command->add_flag("--json", options->json, "Print JSON instead of the table");
   command->add_option("--plot", options->plot, "Write a chart of the results (SVG) to FILE")
       ->type_name("FILE");
@@ -192,6 +194,8 @@ Subcommand RegisterBenchCommand(CLI::App& app) {
           ->type_name("GUEST,HOST");
   // Internal: the PVGPU_PIPELINE=0 half of `latency`, run by pvgpu itself in a child.
   command->add_flag("--channel-only", options->channel_only)->group("");
+  // Internal: a guest process of `contention`.
+  command->add_flag("--contention-worker", options->contention_worker)->group("");
 
   auto run = [options, host, host_text, cpus, cpus_text]() -> int {
     if (host->count() > 0) options->host = *host_text;

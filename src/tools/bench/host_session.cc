@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -68,6 +69,24 @@ StatusOr<std::unique_ptr<HostSession>> HostSession::Start(const BenchOptions& op
   return session;
 }
 
+StatusOr<std::unique_ptr<HostSession>> HostSession::StartPrivate(
+    const BenchOptions& options, const std::vector<std::string>& daemon_args) {
+  std::unique_ptr<HostSession> session(new HostSession());
+  PVGPU_ASSIGN_OR_RETURN(session->layout_, FindInstallLayout());
+  if (access(session->guest_library().c_str(), R_OK) != 0) {
+    return Error(Code::kNotFound,
+                 "no guest library at " + session->guest_library() + " (set PVGPU_PREFIX?)");
+  }
+  PrivateHost::Options host_options;
+  host_options.daemon_path = session->layout_.daemon;
+  host_options.extra_args = daemon_args;
+  if (options.cpus) host_options.cpu = options.cpus->host;
+  PVGPU_ASSIGN_OR_RETURN(session->private_host_, PrivateHost::Start(host_options));
+  session->address_ = session->private_host_->address();
+  setenv("PVGPU_HOST", session->address_.c_str(), 1);
+  return session;
+}
+
 HostSession::~HostSession() { Stop(); }
 
 void HostSession::Stop() {
@@ -81,7 +100,10 @@ StatusOr<std::unique_ptr<SelfChild>> HostSession::StartSelf(
     if (std::strncmp(*entry, "PVGPU_HOST=", 11) == 0) continue;
     env.emplace_back(*entry);
   }
-  env.push_back("PVGPU_HOST=" + address_);
+  const bool named = std::any_of(extra_env.begin(), extra_env.end(), [](const std::string& e) {
+    return e.rfind("PVGPU_HOST=", 0) == 0;
+  });
+  if (!named) env.push_back("PVGPU_HOST=" + address_);
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   std::vector<std::string> argv = {"/proc/self/exe"};
   argv.insert(argv.end(), args.begin(), args.end());

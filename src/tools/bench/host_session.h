@@ -49,6 +49,9 @@ class HostSession {
   // to its CPU) and points this process's PVGPU_HOST at it, so that the guest library, once
   // loaded, connects there.
   static StatusOr<std::unique_ptr<HostSession>> Start(const BenchOptions& options);
+  // Always a private pvgpud, started with `daemon_args` added (bench contention: --config).
+  static StatusOr<std::unique_ptr<HostSession>> StartPrivate(
+      const BenchOptions& options, const std::vector<std::string>& daemon_args);
   ~HostSession();
 
   const std::string& address() const { return address_; }
@@ -58,7 +61,8 @@ class HostSession {
   const InstallLayout& layout() const { return layout_; }
 
   // Starts `pvgpu ARGS...` (this executable) with `extra_env` added and PVGPU_HOST set to this
-  // host, talking to us through its stdin and stdout (SelfChild).
+  // host (or the PVGPU_HOST=... that `extra_env` names), talking to us through its stdin and
+  // stdout (SelfChild).
   StatusOr<std::unique_ptr<SelfChild>> StartSelf(const std::vector<std::string>& args,
                                                  const std::vector<std::string>& extra_env) const;
 
