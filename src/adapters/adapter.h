@@ -24,6 +24,7 @@
 
 #include "common/dim3.h"
 #include "common/status.h"
+#include "common/texture.h"
 #include "protocol/link_image.h"
 #include "protocol/module_description.h"
 
@@ -153,6 +154,16 @@ class Context {
   // Stops running kernels as soon as possible (their launch fails with kLaunchFailed). Called
   // from another thread when the guest disappears or destroys the context.
   virtual void Cancel() = 0;
+
+  // Texture and surface objects (docs/textures.md). The session has checked `spec` against the
+  // context's memory (ValidateTexture, its ranges inside allocations or arrays); kernels name
+  // the object by `handle`, a value the adapter must resolve safely (a forged one faults).
+  virtual Status CreateTexture(uint64_t handle, const texture::TextureSpec& spec) {
+    (void)handle;
+    (void)spec;
+    return Error(Code::kNotSupported, "this adapter has no texture objects");
+  }
+  virtual void DestroyTexture(uint64_t handle) { (void)handle; }
 
   // Bytes of device memory this context holds (allocations and module globals).
   virtual uint64_t used_bytes() const = 0;
