@@ -391,7 +391,7 @@ void EmitTex(LowerCtx& c, ExecFn fn, const TexOperands& o, uint8_t flags = 0) {
 // tex.geom.v4.dtype.ctype d, [a, c] {, lod | dPdx, dPdy};
 // tld4.comp.2d.v4.dtype.f32 d, [a, c];
 Status LowerTexture(LowerCtx& c, bool gather) {
-  PVGPU_TRY(c.NeedOps(2));
+  if (c.ops().size() < 2) return c.Err("expected a destination and [object, coordinates]");
   Geometry g;
   if (!GeometryOf(c, &g)) return c.Unsupported("geometry");
   if (gather && g != Geometry::k2D && g != Geometry::kLayered2D && g != Geometry::kCube &&
@@ -448,7 +448,7 @@ Status LowerTld4(LowerCtx& c) { return LowerTexture(c, true); }
 
 // txq{.level}.query.b32 d, [a] {, lod};   suq.query.b32 d, [a];
 Status LowerQuery(LowerCtx& c, bool surface) {
-  PVGPU_TRY(c.NeedOps(2));
+  if (c.ops().size() < 2) return c.Err("expected a destination and [object]");
   static const char* kTexQueries[] = {"width",      "height",           "depth",
                                       "array_size", "num_mipmap_levels", "normalized_coords"};
   static const char* kSurfQueries[] = {"width", "height", "depth", "array_size"};

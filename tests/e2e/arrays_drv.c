@@ -97,7 +97,7 @@ static void Arrays2D(void) {
   /* Array to array, 1D forms: the array as one run of bytes, rows after each other. */
   CUarray c2;
   CHECK(cuArrayCreate(&c2, &d));
-  CHECK(cuMemcpyAtoA(c2, 16, a, 8, row * 11 - 8));
+  CHECK(cuMemcpyAtoA(c2, 16, a, 8, row * 11 - 16));
   unsigned char* linear = malloc(row * 11);
   CHECK(cuMemcpyAtoH(linear, c2, 0, row * 11));
   for (size_t y = 0; y < 11; ++y) {
@@ -366,7 +366,7 @@ int main(void) {
   Mipmapped();
   /* A context's arrays go with it; its handles name nothing afterwards. */
   CUcontext other;
-  CHECK(cuCtxCreate(&other, 0, dev));
+  CHECK(cuCtxCreate(&other, NULL, 0, dev));
   CUDA_ARRAY_DESCRIPTOR d = {16, 4, CU_AD_FORMAT_SIGNED_INT32, 1};
   CUarray a;
   CHECK(cuArrayCreate(&a, &d));

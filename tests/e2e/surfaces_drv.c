@@ -148,7 +148,7 @@ static void Refused(void) {
  * faults the same way. */
 static void Trap(CUdevice dev, CUcontext primary, int texture_as_surface) {
   CUcontext other;
-  CHECK(cuCtxCreate(&other, 0, dev));
+  CHECK(cuCtxCreate(&other, NULL, 0, dev));
   CUmodule m;
   CHECK(cuModuleLoadData(&m, ReadPtx("textures")));
   CUfunction f;

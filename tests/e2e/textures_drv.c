@@ -97,7 +97,9 @@ static float AddressNormalized(float x, int mode, int n) {
     case CU_TR_ADDRESS_MODE_BORDER:
       return (x < 0 || x >= 1) ? NAN : x;
     default:
-      return x < 0 ? 0 : (x >= 1 ? 1.0f - 1.0f / n : x);
+      /* The guide clamps to 1 - 1/N, the start of the last texel; its middle, (N - 0.5) / N,
+       * names the same texel without single-precision rounding taking it to the one before. */
+      return x < 0 ? 0 : (x >= 1 ? (n - 0.5f) / n : x);
   }
 }
 
@@ -427,7 +429,7 @@ static void Geometries(void) {
   c.Depth = 2;
   CHECK(cuMemcpy3D(&c));
   CUtexObject t = ArrayTexture(a, CU_TR_ADDRESS_MODE_CLAMP, CU_TR_FILTER_MODE_LINEAR, 0, 0);
-  float p[1][4] = {{1.75f, 1.0f, 1.25f, 0}}, out[4][4];
+  float p[1][4] = {{1.75f, 1.0f, 1.25f, 0}}, out[8][4];
   Run("fetch3d", t, p, 16, out, 16, 1);
   {
     const float a0 = 0.25f, b0 = 0.5f, g0 = 0.75f; /* frac(x - 0.5) etc. */
@@ -585,7 +587,7 @@ static void Geometries(void) {
 /* A handle that names no texture object faults its own context only. */
 static void ForgedHandle(CUdevice dev, CUcontext primary) {
   CUcontext other;
-  CHECK(cuCtxCreate(&other, 0, dev));
+  CHECK(cuCtxCreate(&other, NULL, 0, dev));
   CUmodule m;
   CHECK(cuModuleLoadData(&m, ReadPtx("textures")));
   CUfunction f;
