@@ -156,9 +156,10 @@ class Context {
   virtual void Cancel() = 0;
 
   // Texture and surface objects (docs/textures.md). The session has checked `spec` against the
-  // context's memory (ValidateTexture, its ranges inside allocations or arrays); kernels name
-  // the object by `handle`, a value the adapter must resolve safely (a forged one faults).
-  virtual Status CreateTexture(uint64_t handle, const texture::TextureSpec& spec) {
+  // context's memory (ValidateTexture, its ranges inside allocations or arrays). Returns the
+  // value kernels name the object by (the cpu adapter: `handle`, which it resolves safely, a
+  // forged value faulting; the cuda adapter: the host driver's object, which the GPU checks).
+  virtual StatusOr<uint64_t> CreateTexture(uint64_t handle, const texture::TextureSpec& spec) {
     (void)handle;
     (void)spec;
     return Error(Code::kNotSupported, "this adapter has no texture objects");

@@ -182,8 +182,11 @@ Outcome Session::Execute(const TexObjectCreateRequest& request, Span, ContextSta
     PVGPU_DEBUG("session " << id_ << ": texture object refused: " << status.message());
     return status.code();
   }
-  if (Status created = ctx.impl->CreateTexture(request.texture, spec); !created.ok()) {
-    return created.code();
+  StatusOr<uint64_t> value = ctx.impl->CreateTexture(request.texture, spec);
+  if (!value.ok()) {
+    PVGPU_DEBUG("session " << id_ << ": texture object refused by the adapter: "
+                           << value.status().message());
+    return value.status().code();
   }
   TextureObject object;
   if (array != nullptr) object.array = *array;
@@ -191,6 +194,10 @@ Outcome Session::Execute(const TexObjectCreateRequest& request, Span, ContextSta
     ctx.impl->DestroyTexture(request.texture);
     return Code::kOutOfMemory;
   }
+  TexObjectCreateReply reply;
+  reply.result = 0;
+  reply.value = *value;
+  SendReply(reply);
   return Code::kOk;
 }
 

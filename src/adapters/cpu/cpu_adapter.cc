@@ -209,9 +209,9 @@ class CpuContext final : public Context {
 
   // The engine reads a texture's elements through this context's address table, each access
   // clamped into the resource first (ptx/texture_sample.h).
-  Status CreateTexture(uint64_t handle, const texture::TextureSpec& spec) override {
+  StatusOr<uint64_t> CreateTexture(uint64_t handle, const texture::TextureSpec& spec) override {
     textures_.objects[handle] = std::make_shared<const texture::TextureSpec>(spec);
-    return Status::Ok();
+    return handle;
   }
   void DestroyTexture(uint64_t handle) override { textures_.objects.erase(handle); }
 

@@ -17,7 +17,8 @@ namespace {
 struct TextureRecord {
   CUctx_st* ctx = nullptr;
   uint64_t ctx_handle = 0;
-  uint64_t handle = 0;
+  uint64_t handle = 0;  // the host's
+  uint64_t value = 0;   // the CUtexObject / CUsurfObject: what kernels name it by
   bool surface = false;
   CUDA_RESOURCE_DESC resource{};
   CUDA_TEXTURE_DESC sampler{};
@@ -27,9 +28,11 @@ struct TextureRecord {
 
 class TextureStore {
  public:
-  void Add(Ref<TextureRecord> record) EXCLUDES(mutex_) {
+  // False when the value names a live object already (adapters whose values are their
+  // driver's, in different contexts).
+  bool Add(Ref<TextureRecord> record) EXCLUDES(mutex_) {
     MutexLock lock(&mutex_);
-    records_[record->handle] = std::move(record);
+    return records_.emplace(record->value, std::move(record)).second;
   }
   Ref<TextureRecord> Find(uint64_t handle, bool surface) const EXCLUDES(mutex_) {
     MutexLock lock(&mutex_);
@@ -54,6 +57,16 @@ class TextureStore {
 TextureStore& Textures() {
   static auto* store = new TextureStore();
   return *store;
+}
+
+Code PostDestroy(const TextureRecord& record) {
+  if (!LiveContext(record.ctx) || record.ctx->handle.load() != record.ctx_handle) {
+    return Code::kOk;  // gone with its context
+  }
+  protocol::TexObjectDestroyRequest request;
+  request.ctx = record.ctx_handle;
+  request.texture = record.handle;
+  return record.ctx->client->Post(request);
 }
 
 // Fills the request's resource fields from a resource descriptor.
@@ -130,22 +143,23 @@ Code Create(CUctx_st* ctx, bool surface, const CUDA_RESOURCE_DESC* resource,
     request.min_lod = sampler->minMipmapLevelClamp;
     request.max_lod = sampler->maxMipmapLevelClamp;
   }
-  if (Code code = ctx->client->Call(request); code != Code::kOk) return code;
-  *out = record->handle;
-  Textures().Add(std::move(record));
+  protocol::TexObjectCreateReply reply;
+  if (Code code = ctx->client->Call(request, {}, &reply); code != Code::kOk) return code;
+  record->value = reply.value;
+  Ref<TextureRecord> kept = record;
+  if (!Textures().Add(std::move(record))) {
+    PVGPU_WARN("texture object value " << reply.value << " is another live object's");
+    (void)PostDestroy(*kept);
+    return Code::kUnknown;
+  }
+  *out = reply.value;
   return Code::kOk;
 }
 
-Code Destroy(uint64_t handle, bool surface) {
-  Ref<TextureRecord> record = Textures().Take(handle, surface);
+Code Destroy(uint64_t value, bool surface) {
+  Ref<TextureRecord> record = Textures().Take(value, surface);
   if (record == nullptr) return Code::kInvalidHandle;
-  if (!LiveContext(record->ctx) || record->ctx->handle.load() != record->ctx_handle) {
-    return Code::kOk;  // gone with its context
-  }
-  protocol::TexObjectDestroyRequest request;
-  request.ctx = record->ctx_handle;
-  request.texture = record->handle;
-  return record->ctx->client->Post(request);
+  return PostDestroy(*record);
 }
 
 }  // namespace
