@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "common/texture.h"
 #include "ptx/test_util.h"
@@ -216,6 +218,61 @@ TEST(TextureTest, IndependentModeIsALoadError) {
 )");
   EXPECT_FALSE(s.ok());
 }
+
+#ifdef PVGPU_PTX_CORPUS_DIR
+// nvcc's own code for surf2Dwrite and tex2D<float> (tests/ptx_corpus/textures.cu), for the
+// oldest and newest targets: written through a surface, read back through a texture over the
+// same memory, with linear filtering between neighbours.
+TEST(TextureTest, NvccSurfaceWriteThenTextureRead) {
+  for (const char* arch : {"75", "90"}) {
+    Fixture f;
+    const std::string path = std::string(PVGPU_PTX_CORPUS_DIR) + "/textures_sm" + arch + ".ptx";
+    std::ifstream in(path);
+    std::string ptx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(ptx.empty()) << path;
+    auto p = LoadProgram(ptx, &f.log);
+    ASSERT_TRUE(p.ok()) << f.log;
+    f.program = *p;
+    constexpr int kW = 8, kH = 4;
+    std::vector<float> zeros(kW * kH, 0);
+    const uint64_t base = f.AddTexture(1, texture::kFloat, 1, kW, kH, zeros.data(), true);
+    auto spec = std::make_shared<texture::TextureSpec>(*f.table.objects[1]);
+    spec->surface = false;
+    spec->filter = texture::kLinear;
+    f.table.objects[2] = spec;
+    auto launch = [&](const char* name, std::vector<uint64_t> wide, int w, int h) {
+      const KernelInfo* k = f.program->FindKernel(name);
+      EXPECT_NE(k, nullptr);
+      std::vector<uint8_t> params(k->param_bytes);
+      size_t i = 0;
+      for (; i < wide.size(); ++i) std::memcpy(params.data() + k->params[i].offset, &wide[i], 8);
+      std::memcpy(params.data() + k->params[i].offset, &w, 4);
+      std::memcpy(params.data() + k->params[i + 1].offset, &h, 4);
+      LaunchEnv env;
+      env.memory = &f.mem;
+      env.textures = &f.table;
+      return SharedExecutor().Launch(*f.program, *k, LaunchConfig{{kH, 1, 1}, {kW, 1, 1}, 0},
+                                     params, env);
+    };
+    ASSERT_TRUE(launch("write_image", {1}, kW, kH).ok());
+    auto written = f.mem.Download<float>(base, kW * kH);
+    for (int y = 0; y < kH; ++y) {
+      for (int x = 0; x < kW; ++x) EXPECT_EQ(written[y * kW + x], 10.0f * x + y);
+    }
+    const uint64_t out = f.mem.Alloc(kW * kH * 4);
+    ASSERT_TRUE(launch("sample_image", {2, out}, kW, kH).ok());
+    auto got = f.mem.Download<float>(out, kW * kH);
+    for (int y = 0; y < kH; ++y) {
+      for (int x = 0; x < kW; ++x) {
+        // At the centre: the texel; half a texel on: the mean with the next (clamped) one.
+        const float next = 10.0f * (x + 1 < kW ? x + 1 : x) + y;
+        EXPECT_EQ(got[y * kW + x], (10.0f * x + y) + 0.5f * (10.0f * x + y) + 0.5f * next)
+            << "sm" << arch << " at " << x << ", " << y;
+      }
+    }
+  }
+}
+#endif
 
 TEST(TextureTest, WeightsAreNineBitFixedPoint) {
   EXPECT_EQ(tex::QuantizeWeight(0.1f), 26.0f / 256.0f);
