@@ -27,6 +27,7 @@
 #include "common/function_ref.h"
 #include "common/share_flow.h"
 #include "common/status.h"
+#include "common/texture.h"
 #include "protocol/link_image.h"
 #include "protocol/module_description.h"
 
@@ -175,6 +176,17 @@ class Context {
   // Stops running kernels as soon as possible (their launch fails with kLaunchFailed). Called
   // from another thread when the guest disappears or destroys the context.
   virtual void Cancel() = 0;
+
+  // Texture and surface objects (docs/textures.md). The session has checked `spec` against the
+  // context's memory (ValidateTexture, its ranges inside allocations or arrays). Returns the
+  // value kernels name the object by (the cpu adapter: `handle`, which it resolves safely, a
+  // forged value faulting; the cuda adapter: the host driver's object, which the GPU checks).
+  virtual StatusOr<uint64_t> CreateTexture(uint64_t handle, const texture::TextureSpec& spec) {
+    (void)handle;
+    (void)spec;
+    return Error(Code::kNotSupported, "this adapter has no texture objects");
+  }
+  virtual void DestroyTexture(uint64_t handle) { (void)handle; }
 
   // Bytes of device memory this context holds (allocations and module globals).
   virtual uint64_t used_bytes() const = 0;

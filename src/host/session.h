@@ -122,6 +122,13 @@ class Session {
                          ContextState& ctx);
   Stream* Find(protocol::HandleTag<protocol::HandleKind::kStream>, uint64_t id, ContextState& ctx);
   Event* Find(protocol::HandleTag<protocol::HandleKind::kEvent>, uint64_t id, ContextState& ctx);
+  // Arrays and textures (session_texture.cc).
+  std::shared_ptr<ArrayState>* Find(protocol::HandleTag<protocol::HandleKind::kArray>, uint64_t id,
+                                    ContextState& ctx);
+  TextureObject* Find(protocol::HandleTag<protocol::HandleKind::kTexture>, uint64_t id,
+                      ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kArray>, uint64_t id, ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kTexture>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kContext>, uint64_t id) const;
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kRegion>, uint64_t id) const;
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kUpload>, uint64_t id) const;
@@ -197,6 +204,13 @@ class Session {
   Outcome Execute(const protocol::EventDestroyRequest&, Span, ContextState&, Event&);
   Outcome Execute(const protocol::EventRecordRequest&, Span, ContextState&, Event&, Stream*);
   Outcome Execute(const protocol::EventElapsedTimeRequest&, Span, ContextState&, Event&, Event&);
+  // Arrays, texture and surface objects (session_texture.cc).
+  Outcome Execute(const protocol::ArrayCreateRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::ArrayDestroyRequest&, Span, ContextState&,
+                  std::shared_ptr<ArrayState>&);
+  Outcome Execute(const protocol::TexObjectCreateRequest&, Span, ContextState&,
+                  std::shared_ptr<ArrayState>*);
+  Outcome Execute(const protocol::TexObjectDestroyRequest&, Span, ContextState&, TextureObject&);
 
   // Stream-ordered memory, virtual memory, stream memory operations (docs/memory.md);
   // session_memops.cc.

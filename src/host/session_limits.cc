@@ -15,6 +15,7 @@ constexpr Named kLimits[] = {
     {"streams", &SessionLimits::streams},   {"events", &SessionLimits::events},
     {"regions", &SessionLimits::regions},   {"allocations", &SessionLimits::allocations},
     {"uploads", &SessionLimits::uploads},   {"upload_bytes", &SessionLimits::upload_bytes},
+    {"arrays", &SessionLimits::arrays},     {"textures", &SessionLimits::textures},
 };
 
 }  // namespace

@@ -33,6 +33,10 @@ struct SessionLimits {
   // hostile guest from making the daemon hold more than that per session.
   uint64_t uploads = 16;
   uint64_t upload_bytes = 256u << 20;
+  // CUDA arrays (each also one of `allocations`) and texture and surface objects
+  // (host/session_texture.cc).
+  uint64_t arrays = 65536;
+  uint64_t textures = 65536;
 };
 
 // "streams=256,events=1024": sets the named limits, leaving the others as they are. Each value

@@ -13,6 +13,8 @@ ContextState::ContextState(SessionBudgets& budgets, uint32_t device,
       modules(budgets.modules),
       streams(budgets.streams),
       events(budgets.events),
+      arrays(budgets.arrays),
+      textures(budgets.textures),
       allocation_budget_(budgets.allocations) {}
 
 ContextState::~ContextState() {

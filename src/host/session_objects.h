@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "adapters/adapter.h"
+#include "common/texture.h"
 #include "common/range_map.h"
 #include "host/fault_accounting.h"
 #include "host/handle_store.h"
@@ -27,8 +28,11 @@ struct SessionBudgets {
         events(limits.events),
         regions(limits.regions),
         allocations(limits.allocations),
-        uploads(limits.uploads) {}
+        uploads(limits.uploads),
+        arrays(limits.arrays),
+        textures(limits.textures) {}
   ObjectBudget contexts, modules, streams, events, regions, allocations, uploads;
+  ObjectBudget arrays, textures;
 };
 
 // A module image arriving in chunks (session_upload.cc): the bytes so far, in order, of an
@@ -73,6 +77,28 @@ struct Event {
   std::shared_ptr<std::atomic<int64_t>> completed_ns;
 };
 
+// A CUDA array (host/session_texture.cc): its layout and its memory in the adapter context,
+// which goes with the last holder (the array's handle, the texture and surface objects over it).
+class ArrayState {
+ public:
+  ArrayState(adapters::Context& impl, uint64_t base, texture::ArrayLayout layout)
+      : impl_(impl), base(base), layout(std::move(layout)) {}
+  ~ArrayState() { (void)impl_.Free(base); }
+  ArrayState(const ArrayState&) = delete;
+  ArrayState& operator=(const ArrayState&) = delete;
+
+ private:
+  adapters::Context& impl_;  // outlives every array of its context (ContextState's order)
+
+ public:
+  const uint64_t base;
+  const texture::ArrayLayout layout;
+};
+
+struct TextureObject {
+  std::shared_ptr<ArrayState> array;  // null over device memory
+};
+
 // One guest context on an adapter, and the objects that live in it.
 class ContextState {
  public:
@@ -102,6 +128,9 @@ class ContextState {
   HandleStore<Stream> streams;
   HandleStore<Event> events;
   std::unordered_map<uint64_t, uint64_t> mapped_regions;  // region handle -> device address
+  // Declared after impl: they go first, arrays freeing their memory in it.
+  HandleStore<std::shared_ptr<ArrayState>> arrays;
+  HandleStore<TextureObject> textures;
 
  private:
   struct Allocation {

@@ -140,6 +140,29 @@ struct SpecialSlots {
   uint32_t cc;  // carry flag (predicate class) for add.cc / addc
 };
 
+// Operands of a texture or surface instruction (tex, tld4, txq, suld, sust, sured, suq), more
+// than an Inst holds; the Inst's aux indexes KernelImage::tex (ops_texture.cc).
+struct TexOperands {
+  uint32_t dst[4] = {kNoReg, kNoReg, kNoReg, kNoReg};  // results; kNoReg: none or '_'
+  uint32_t src[4] = {kNoReg, kNoReg, kNoReg, kNoReg};  // sust/sured values
+  uint32_t handle = kNoReg;                            // 64-bit register: the object
+  uint32_t coord[4] = {kNoReg, kNoReg, kNoReg, kNoReg};
+  uint32_t lod = kNoReg;
+  uint32_t dx[3] = {kNoReg, kNoReg, kNoReg}, dy[3] = {kNoReg, kNoReg, kNoReg};
+  uint8_t geometry = 0;  // texture::Geometry
+  uint8_t lod_mode = 0;  // tex::LodMode
+  int8_t gather = -1;    // tld4's component
+  uint8_t int_coords = 0;
+  uint8_t boundary = 0;  // tex::Boundary
+  uint8_t vec = 1;       // values moved
+  uint8_t bytes = 0;     // bytes per value (surfaces)
+  uint8_t formatted = 0; // .p
+  uint8_t op = 0;        // sured: 0 add, 1 min, 2 max, 3 and, 4 or
+  uint8_t is_signed = 0; // sured min/max
+  uint8_t dst64 = 0;     // results are 64-bit registers (suld .b64)
+  char query[24] = {};   // txq, suq
+};
+
 // Everything needed to run one kernel: its code plus the .func bodies it can reach.
 struct KernelImage {
   std::string name;
@@ -160,6 +183,7 @@ struct KernelImage {
   uint32_t static_shared = 0;
   uint32_t shared_align = 16;
   bool uses_printf = false;
+  std::vector<TexOperands> tex;  // texture and surface instructions' operands
 };
 
 }  // namespace pvgpu::ptx

@@ -445,6 +445,7 @@ StatusOr<uint32_t> LowerCtx::DstOp(const ast::Operand& o, Ty t) {
 }
 
 StatusOr<Addr> LowerCtx::Address(const ast::Operand& o, MemSpace space) {
+  if (!o.elems.empty()) return ErrAt(o, "an address has one base (a texture operand here?)");
   if (o.kind != ast::Operand::Kind::kAddress) return ErrAt(o, "expected an address");
   Addr a;
   a.space = space;

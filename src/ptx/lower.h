@@ -69,6 +69,7 @@ void RegisterWarp(OpTable& t);
 void RegisterMath(OpTable& t);
 void RegisterControl(OpTable& t);
 void RegisterHalf(OpTable& t);
+void RegisterTexture(OpTable& t);  // ops_texture.cc
 const OpTable& GlobalOpTable();
 
 class LowerCtx {

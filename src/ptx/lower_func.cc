@@ -379,6 +379,7 @@ const OpTable& GlobalOpTable() {
     RegisterMath(t);
     RegisterControl(t);
     RegisterHalf(t);
+    RegisterTexture(t);
     return t;
   }();
   return table;

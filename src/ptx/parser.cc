@@ -527,6 +527,13 @@ class Parser {
           PVGPU_ASSIGN_OR_RETURN(uint64_t v, ExpectUint());
           o.offset = minus ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
         }
+        // Texture and surface operands: [object, coordinates] or [texture, sampler, coords].
+        while (Accept(',')) {
+          Operand e;
+          PVGPU_TRY(ParseOperand(e, depth + 1));
+          o.elems.push_back(std::move(e));
+          if (o.elems.size() > 2) return Err(t, "too many elements in a texture operand");
+        }
       } else {
         bool minus = Accept('-');
         PVGPU_ASSIGN_OR_RETURN(uint64_t v, ExpectUint());

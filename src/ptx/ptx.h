@@ -41,6 +41,10 @@
 #include "common/dim3.h"
 #include "common/status.h"
 
+namespace pvgpu::texture {
+struct TextureTable;  // common/texture.h
+}
+
 namespace pvgpu::ptx {
 
 using pvgpu::Dim3;
@@ -163,6 +167,9 @@ struct LaunchEnv {
   std::function<void(std::string_view)> print;
   // Values of %envreg0..31 for this launch (0 unless the adapter sets them).
   std::array<uint32_t, kNumEnvRegs> envreg{};
+  // The context's texture and surface objects, which tex/suld/sust/... name by handle (null:
+  // none; a handle it lacks faults).
+  const texture::TextureTable* textures = nullptr;
 };
 
 // Runs kernels. One per adapter; its worker threads are shared by every launch so that several

@@ -196,6 +196,7 @@ class CpuContext final : public Context {
     env.global_addresses = cpu_module.addresses();
     env.cancel = &cancel_;
     env.print = print;
+    env.textures = &textures_;
     uint64_t workspace = 0;
     if (config.cooperative) {
       PVGPU_ASSIGN_OR_RETURN(workspace, PrepareCooperative(kernels[kernel], launch, &env));
@@ -211,6 +212,14 @@ class CpuContext final : public Context {
     if (workspace != 0) (void)Free(workspace);
     return status;
   }
+
+  // The engine reads a texture's elements through this context's address table, each access
+  // clamped into the resource first (ptx/texture_sample.h).
+  StatusOr<uint64_t> CreateTexture(uint64_t handle, const texture::TextureSpec& spec) override {
+    textures_.objects[handle] = std::make_shared<const texture::TextureSpec>(spec);
+    return handle;
+  }
+  void DestroyTexture(uint64_t handle) override { textures_.objects.erase(handle); }
 
   StatusOr<uint64_t> MapHostMemory(uint8_t* data, uint64_t size) override {
     return memory_.AddExternal(data, size);
@@ -277,6 +286,7 @@ class CpuContext final : public Context {
   DeviceMemory memory_;
   std::atomic<bool> cancel_{false};
   ShareFlow* flow_ = nullptr;  // the session's, set once before any launch
+  texture::TextureTable textures_;  // this context's texture and surface objects
 };
 
 }  // namespace

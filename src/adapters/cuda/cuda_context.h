@@ -43,6 +43,10 @@ class CudaContext final : public Context {
   // goes, and the session's next synchronization would hang in the driver (docs/memory.md).
   Status WaitValue(uint64_t address, uint32_t width,
                    FunctionRef<bool(uint64_t)> satisfied) override;
+
+  // Texture objects over linear and pitched memory (cuda_texture.cc, docs/textures.md).
+  StatusOr<uint64_t> CreateTexture(uint64_t handle, const texture::TextureSpec& spec) override;
+  void DestroyTexture(uint64_t handle) override;
   void Cancel() override { cancelled_.store(true); }
   uint64_t used_bytes() const override { return used_.load(); }
 
@@ -69,6 +73,7 @@ class CudaContext final : public Context {
   std::unique_ptr<StagingPool> staging_;      // its buffers come back through completions_
   std::map<uint64_t, uint64_t> allocations_;  // dptr -> size, cuMemAlloc'd by this context
   std::map<uint64_t, void*> host_mappings_;   // dptr -> registered host address
+  std::map<uint64_t, CUtexObject> textures_;  // session handle -> the driver's object
   std::atomic<uint64_t> used_{0};
   std::atomic<bool> cancelled_{false};
   Status deferred_error_;  // seen by WaitIdle, reported by the next Synchronize

@@ -82,7 +82,9 @@ namespace pvgpu::adapters::cuda {
   X(cuLinkComplete, PFN_cuLinkComplete_v5050, 5050, "cuLinkComplete")                \
   X(cuLinkDestroy, PFN_cuLinkDestroy_v5050, 5050, "cuLinkDestroy")                   \
   X(cuLaunchCooperativeKernel, PFN_cuLaunchCooperativeKernel_v9000, 9000,            \
-    "cuLaunchCooperativeKernel")
+    "cuLaunchCooperativeKernel")                                                     \
+  X(cuTexObjectCreate, PFN_cuTexObjectCreate_v5000, 5000, "cuTexObjectCreate")       \
+  X(cuTexObjectDestroy, PFN_cuTexObjectDestroy_v5000, 5000, "cuTexObjectDestroy")
 
 struct DriverApi {
 #define PVGPU_CUDA_MEMBER(name, type, version, symbol) type name = nullptr;

@@ -1,11 +1,12 @@
 // Driver API: 2D and 3D copies. A 2D copy is built from the 1D paths: rows
 // to the device are posted without waiting (they ride in the ring), rows from the device are
 // fetched as one span covering them all and scattered on the guest. A 3D copy is a 2D copy per
-// slice.
+// slice. An array operand is its level's memory at the address the host gave (arrays.h).
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "guest/cuda/arrays.h"
 #include "guest/cuda/copy.h"
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/state.h"
@@ -23,10 +24,6 @@ struct Side {
 
 Code Resolve(CUmemorytype type, const void* host, CUdeviceptr device, size_t x, size_t y,
              size_t pitch, Side* side) {
-  if (type == CU_MEMORYTYPE_ARRAY) {
-    PVGPU_WARN("2D copies with CUDA arrays are not supported");
-    return Code::kNotSupported;
-  }
   bool is_device = type == CU_MEMORYTYPE_DEVICE;
   if (type == CU_MEMORYTYPE_UNIFIED) is_device = FindAllocation(device, 1).has_value();
   if (type != CU_MEMORYTYPE_HOST && type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED) {
@@ -46,11 +43,48 @@ Code Resolve(CUmemorytype type, const void* host, CUdeviceptr device, size_t x, 
   return Code::kOk;
 }
 
+// Makes an array operand of a copy device memory: the box's first byte, the level's pitch and
+// rows per slice; the box must lie inside the level.
+Code ArrayAsDevice(CUarray handle, size_t* x, size_t* y, size_t* z, size_t width, size_t height,
+                   size_t depth, CUmemorytype* type, CUdeviceptr* dptr, size_t* pitch,
+                   size_t* rows) {
+  Ref<CUarray_st> array;
+  if (Code code = FindArray(handle, &array); code != Code::kOk) return code;
+  ArrayRegion region;
+  if (Code code = ArrayRegionOf(*array, *x, *y, z ? *z : 0, width, height, depth, &region);
+      code != Code::kOk) {
+    return code;
+  }
+  *type = CU_MEMORYTYPE_DEVICE;
+  *dptr = region.dptr;
+  *pitch = region.pitch;
+  if (rows != nullptr) *rows = region.rows;
+  *x = *y = 0;
+  if (z != nullptr) *z = 0;
+  return Code::kOk;
+}
+
 // `stream` is resolved for asynchronous copies; synchronous ones resolve the default stream
 // when a side is device memory.
-Code Copy2D(const CUDA_MEMCPY2D* p, const StreamRef* stream, bool async) {
-  const size_t width = p->WidthInBytes, height = p->Height;
+Code Copy2D(const CUDA_MEMCPY2D* given, const StreamRef* stream, bool async) {
+  const size_t width = given->WidthInBytes, height = given->Height;
   if (width == 0 || height == 0) return Code::kOk;
+  CUDA_MEMCPY2D copy = *given;
+  CUDA_MEMCPY2D* p = &copy;
+  if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
+    if (Code code = ArrayAsDevice(p->srcArray, &p->srcXInBytes, &p->srcY, nullptr, width, height,
+                                  1, &p->srcMemoryType, &p->srcDevice, &p->srcPitch, nullptr);
+        code != Code::kOk) {
+      return code;
+    }
+  }
+  if (p->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+    if (Code code = ArrayAsDevice(p->dstArray, &p->dstXInBytes, &p->dstY, nullptr, width, height,
+                                  1, &p->dstMemoryType, &p->dstDevice, &p->dstPitch, nullptr);
+        code != Code::kOk) {
+      return code;
+    }
+  }
   if (height > 1 && (p->srcPitch < width || p->dstPitch < width)) return Code::kInvalidValue;
   Side src, dst;
   if (Code code = Resolve(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
@@ -98,15 +132,30 @@ Code Copy2D(const CUDA_MEMCPY2D* p, const StreamRef* stream, bool async) {
 }
 
 // One 2D copy per slice of a 3D copy between linear memory (host, device, unified).
-Code Copy3D(const CUDA_MEMCPY3D* p, const StreamRef* stream, bool async) {
-  if (p->reserved0 != nullptr || p->reserved1 != nullptr || p->srcLOD != 0 || p->dstLOD != 0) {
+Code Copy3D(const CUDA_MEMCPY3D* given, const StreamRef* stream, bool async) {
+  if (given->reserved0 != nullptr || given->reserved1 != nullptr || given->srcLOD != 0 ||
+      given->dstLOD != 0) {
     return Code::kInvalidValue;
   }
-  if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
-    PVGPU_WARN("3D copies with CUDA arrays are not supported");
-    return Code::kNotSupported;
+  if (given->WidthInBytes == 0 || given->Height == 0 || given->Depth == 0) return Code::kOk;
+  CUDA_MEMCPY3D copy = *given;
+  CUDA_MEMCPY3D* p = &copy;
+  if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
+    if (Code code = ArrayAsDevice(p->srcArray, &p->srcXInBytes, &p->srcY, &p->srcZ,
+                                  p->WidthInBytes, p->Height, p->Depth, &p->srcMemoryType,
+                                  &p->srcDevice, &p->srcPitch, &p->srcHeight);
+        code != Code::kOk) {
+      return code;
+    }
   }
-  if (p->WidthInBytes == 0 || p->Height == 0 || p->Depth == 0) return Code::kOk;
+  if (p->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+    if (Code code = ArrayAsDevice(p->dstArray, &p->dstXInBytes, &p->dstY, &p->dstZ,
+                                  p->WidthInBytes, p->Height, p->Depth, &p->dstMemoryType,
+                                  &p->dstDevice, &p->dstPitch, &p->dstHeight);
+        code != Code::kOk) {
+      return code;
+    }
+  }
   // Slices are srcHeight (dstHeight) rows apart; they must hold the copied rows.
   if (p->Depth > 1 && (p->srcHeight < p->srcY + p->Height || p->dstHeight < p->dstY + p->Height)) {
     return Code::kInvalidValue;
@@ -152,6 +201,50 @@ Code Memcpy3D_v2(const CUDA_MEMCPY3D* pCopy) { return Copy3D(pCopy, nullptr, fal
 
 Code Memcpy3DAsync_v2(const CUDA_MEMCPY3D* pCopy, const StreamRef& hStream) {
   return Copy3D(pCopy, &hStream, true);
+}
+
+namespace {
+
+// A peer copy names its contexts; device addresses already say which memory is whose, and a
+// copy between contexts is staged by the 1D paths.
+CUDA_MEMCPY3D FromPeer(const CUDA_MEMCPY3D_PEER& p) {
+  CUDA_MEMCPY3D c{};
+  c.srcXInBytes = p.srcXInBytes;
+  c.srcY = p.srcY;
+  c.srcZ = p.srcZ;
+  c.srcLOD = p.srcLOD;
+  c.srcMemoryType = p.srcMemoryType;
+  c.srcHost = p.srcHost;
+  c.srcDevice = p.srcDevice;
+  c.srcArray = p.srcArray;
+  c.srcPitch = p.srcPitch;
+  c.srcHeight = p.srcHeight;
+  c.dstXInBytes = p.dstXInBytes;
+  c.dstY = p.dstY;
+  c.dstZ = p.dstZ;
+  c.dstLOD = p.dstLOD;
+  c.dstMemoryType = p.dstMemoryType;
+  c.dstHost = p.dstHost;
+  c.dstDevice = p.dstDevice;
+  c.dstArray = p.dstArray;
+  c.dstPitch = p.dstPitch;
+  c.dstHeight = p.dstHeight;
+  c.WidthInBytes = p.WidthInBytes;
+  c.Height = p.Height;
+  c.Depth = p.Depth;
+  return c;
+}
+
+}  // namespace
+
+Code Memcpy3DPeer(const CUDA_MEMCPY3D_PEER* pCopy) {
+  const CUDA_MEMCPY3D copy = FromPeer(*pCopy);
+  return Copy3D(&copy, nullptr, false);
+}
+
+Code Memcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* pCopy, const StreamRef& hStream) {
+  const CUDA_MEMCPY3D copy = FromPeer(*pCopy);
+  return Copy3D(&copy, &hStream, true);
 }
 
 }  // namespace api

@@ -111,6 +111,31 @@ LINK_LIB = b""".version 7.5
 """
 
 
+# Texture and surface instructions through objects (docs/textures.md).
+TEX_PTX = b""".version 7.5
+.target sm_75
+.address_size 64
+.visible .entry sample(.param .u64 tex, .param .u64 surf, .param .u64 out)
+{
+  .reg .b32 %r<8>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [tex];
+  ld.param.u64 %rd2, [surf];
+  ld.param.u64 %rd3, [out];
+  mov.f32 %f1, 0f3FC00000;
+  tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [%rd1, {%f1, %f1}];
+  st.global.f32 [%rd3], %f2;
+  mov.u32 %r1, 4;
+  suld.b.2d.b32.clamp {%r2}, [%rd2, {%r1, %r1}];
+  sust.b.2d.b32.trap [%rd2, {%r1, %r1}], {%r2};
+  txq.width.b32 %r3, [%rd1];
+  st.global.u32 [%rd3+4], %r3;
+  ret;
+}
+"""
+
+
 def link_image(*inputs):
     """src/protocol/link_image.h: header, then (type, name, data) records padded to 8 bytes."""
     body = b""
@@ -196,6 +221,32 @@ def main():
                               request("ModuleUploadBegin", upload=33, size=40000),
                               request("ModuleUploadBegin", upload=34, size=0),
                               request("ModuleUploadChunk", b"x" * 64, upload=32, offset=64)),
+        # An array, a texture and a surface over it, a texture over memory, a kernel using
+        # them; then descriptors that do not fit their resources (refused, not violations).
+        "textures": seed(1, hello, ctx, alloc,
+                         request("ArrayCreate", ctx=16, array=40, width=8, height=8, format=0x20,
+                                 channels=1, flags=2, levels=1),
+                         request("TexObjectCreate", ctx=16, texture=41, array=40,
+                                 resource_type=0, address=[1, 1, 1], filter=1),
+                         request("TexObjectCreate", ctx=16, texture=42, array=40, surface=1,
+                                 resource_type=0),
+                         request("TexObjectCreate", ctx=16, texture=43, dptr=base, width=64,
+                                 height=4, pitch=256, resource_type=3, format=0x20, channels=1),
+                         request("ModuleLoad", TEX_PTX + b"\0", ctx=16, module=5, image_kind=1,
+                                 log_limit=1024),
+                         request("LaunchKernel", struct.pack("<QQQ", 41, 42, base), ctx=16,
+                                 module=5, kernel=0, grid=[1, 1, 1], block=[32, 1, 1]),
+                         request("CtxSynchronize", ctx=16),
+                         request("TexObjectCreate", ctx=16, texture=44, dptr=base, width=2**40,
+                                 height=2**40, pitch=2**63, resource_type=3, format=0x20,
+                                 channels=1),
+                         request("TexObjectCreate", ctx=16, texture=45, array=40,
+                                 resource_type=0, array_level=7),
+                         request("ArrayCreate", ctx=16, array=46, width=2**63, height=2**63,
+                                 depth=2**63, format=0x20, channels=4, flags=1, levels=64),
+                         request("TexObjectDestroy", ctx=16, texture=41),
+                         request("ArrayDestroy", ctx=16, array=40),
+                         request("TexObjectDestroy", ctx=16, texture=42)),
         "bad_frames": seed(4, b"", b"\1\0\0", hello + b"extra", request("Print", b"hi")),
         "description": seed(4, struct.pack("<I", 1) + struct.pack("<I", 4) + b"axpi"),
         "goodbye": seed(1, hello, request("Goodbye")),
