@@ -15,6 +15,8 @@ constexpr Named kLimits[] = {
     {"streams", &SessionLimits::streams},   {"events", &SessionLimits::events},
     {"regions", &SessionLimits::regions},   {"allocations", &SessionLimits::allocations},
     {"uploads", &SessionLimits::uploads},   {"upload_bytes", &SessionLimits::upload_bytes},
+    // Graphs (session_graph.cc).
+    {"graph_execs", &SessionLimits::graph_execs}, {"graph_nodes", &SessionLimits::graph_nodes},
 };
 
 }  // namespace

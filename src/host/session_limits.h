@@ -33,6 +33,12 @@ struct SessionLimits {
   // hostile guest from making the daemon hold more than that per session.
   uint64_t uploads = 16;
   uint64_t upload_bytes = 256u << 20;
+
+  // Graphs (host/session_graph.cc, docs/graphs.md): instantiated graphs' device work kept on
+  // the host, at most `graph_execs` pieces holding `graph_nodes` nodes together (a node is a
+  // message's bytes, at most a few KiB: the default bounds them to a few hundred MiB).
+  uint64_t graph_execs = 4096;
+  uint64_t graph_nodes = 1u << 18;
 };
 
 // "streams=256,events=1024": sets the named limits, leaving the others as they are. Each value

@@ -13,6 +13,7 @@ ContextState::ContextState(SessionBudgets& budgets, uint32_t device,
       modules(budgets.modules),
       streams(budgets.streams),
       events(budgets.events),
+      graph_execs(budgets.graph_execs),
       allocation_budget_(budgets.allocations) {}
 
 ContextState::~ContextState() {

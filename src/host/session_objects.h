@@ -27,8 +27,12 @@ struct SessionBudgets {
         events(limits.events),
         regions(limits.regions),
         allocations(limits.allocations),
-        uploads(limits.uploads) {}
+        uploads(limits.uploads),
+        graph_execs(limits.graph_execs),
+        graph_nodes(limits.graph_nodes) {}
   ObjectBudget contexts, modules, streams, events, regions, allocations, uploads;
+  // Graphs (session_graph.cc): host-side pieces of instantiated graphs, and their nodes.
+  ObjectBudget graph_execs, graph_nodes;
 };
 
 // A module image arriving in chunks (session_upload.cc): the bytes so far, in order, of an
@@ -73,6 +77,29 @@ struct Event {
   std::shared_ptr<std::atomic<int64_t>> completed_ns;
 };
 
+// The device work of an instantiated graph, in the order it runs (session_graph.cc): each
+// entry is the op and bytes (fixed request, then payload) of a message GraphExecCreate
+// validated. Its nodes count against the session's graph_nodes budget until it goes.
+struct GraphExec {
+  struct Entry {
+    uint32_t op;
+    size_t offset;  // in bytes
+    size_t size;
+  };
+  GraphExec(ObjectBudget& nodes, std::vector<uint8_t> bytes, std::vector<Entry> entries)
+      : nodes_(nodes), bytes(std::move(bytes)), entries(std::move(entries)) {}
+  ~GraphExec() { nodes_.Give(entries.size()); }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+
+ private:
+  ObjectBudget& nodes_;
+
+ public:
+  const std::vector<uint8_t> bytes;
+  const std::vector<Entry> entries;
+};
+
 // One guest context on an adapter, and the objects that live in it.
 class ContextState {
  public:
@@ -101,6 +128,7 @@ class ContextState {
   HandleStore<std::unique_ptr<adapters::Module>> modules;
   HandleStore<Stream> streams;
   HandleStore<Event> events;
+  HandleStore<GraphExec> graph_execs;  // graphs (session_graph.cc)
   std::unordered_map<uint64_t, uint64_t> mapped_regions;  // region handle -> device address
 
  private:
