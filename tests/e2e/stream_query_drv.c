@@ -161,8 +161,8 @@ static void TestStreamOwners(CUcontext a, CUcontext b, CUstream created_a, CUdev
   CHECK(cuCtxSetCurrent(a));
 }
 
-/* Flags 0 records as cuEventRecord does, and so does CU_EVENT_RECORD_EXTERNAL outside a
- * capture (inside one it records an event node: graph_drv.c). */
+/* Flags 0 records as cuEventRecord does; CU_EVENT_RECORD_EXTERNAL is valid only while a stream
+ * is captured (graph_drv.c). */
 static void TestEventRecordWithFlags(CUcontext a, CUcontext b, CUstream created_a) {
   CHECK(cuCtxSetCurrent(a));
   CUevent start, end, other;
@@ -183,8 +183,8 @@ static void TestEventRecordWithFlags(CUcontext a, CUcontext b, CUstream created_
   EXPECT_TRUE(word == 7);
   CHECK(cuEventRecordWithFlags(start, NULL, 0)); /* the legacy stream */
   CHECK(cuEventSynchronize(start));
-  CHECK(cuEventRecordWithFlags(start, created_a, CU_EVENT_RECORD_EXTERNAL));
-  CHECK(cuEventSynchronize(start));
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE,
+                cuEventRecordWithFlags(start, created_a, CU_EVENT_RECORD_EXTERNAL));
   EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuEventRecordWithFlags(start, created_a, 2));
   CHECK(cuCtxSetCurrent(b));
   CHECK(cuEventCreate(&other, CU_EVENT_DEFAULT));

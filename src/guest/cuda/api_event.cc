@@ -49,16 +49,16 @@ Code EventRecord(CUevent_st* hEvent, const StreamRef& hStream) {
 }
 
 // CU_EVENT_RECORD_EXTERNAL makes a record an event record node of the graph a stream is
-// capturing into (docs/graphs.md); outside capture it is an ordinary record.
+// capturing into (docs/graphs.md); CUDA calls it invalid outside capture.
 Code EventRecordWithFlags(CUevent_st* hEvent, const StreamRef& hStream, unsigned int flags) {
-  if (flags != CU_EVENT_RECORD_DEFAULT && flags != CU_EVENT_RECORD_EXTERNAL) {
-    return Code::kInvalidValue;
-  }
-  if (flags == CU_EVENT_RECORD_EXTERNAL && CaptureActive()) {
-    if (hEvent->ctx != hStream.ctx) return Code::kInvalidHandle;
-    if (auto captured = CaptureEventRecord(hStream, hEvent, true)) return *captured;
-  }
-  return EventRecord(hEvent, hStream);
+  if (flags == CU_EVENT_RECORD_DEFAULT) return EventRecord(hEvent, hStream);
+  if (flags != CU_EVENT_RECORD_EXTERNAL) return Code::kInvalidValue;
+  if (hEvent->ctx != hStream.ctx) return Code::kInvalidHandle;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (Code code = StreamIsCapturing(hStream, &status); code != Code::kOk) return code;
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return Code::kInvalidValue;
+  if (auto captured = CaptureEventRecord(hStream, hEvent, true)) return *captured;
+  return Code::kInvalidValue;
 }
 
 Code EventQuery(CUevent_st* hEvent) {
