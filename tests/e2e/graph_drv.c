@@ -435,6 +435,19 @@ static void CaptureErrors(CUcontext ctx, CUstream s1, CUstream s2) {
   EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, cuStreamWaitEvent(s1, fork, 0));
   EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s1, &graph));
 
+  /* CU_EVENT_RECORD_EXTERNAL: an event record node inside a capture, invalid outside one. */
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuEventRecordWithFlags(fork, s1, CU_EVENT_RECORD_EXTERNAL));
+  CHECK(cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK(cuEventRecordWithFlags(fork, s1, CU_EVENT_RECORD_EXTERNAL));
+  CHECK(cuStreamEndCapture(s1, &graph));
+  CUgraphNode record_node;
+  size_t records = 1;
+  CHECK(cuGraphGetNodes(graph, &record_node, &records));
+  CUgraphNodeType record_type;
+  CHECK(cuGraphNodeGetType(record_node, &record_type));
+  EXPECT_TRUE(records == 1 && record_type == CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+  CHECK(cuGraphDestroy(graph));
+
   /* Wrong streams and states. */
   EXPECT_RESULT(CUDA_ERROR_ILLEGAL_STATE, cuStreamEndCapture(s1, &graph));
   EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
