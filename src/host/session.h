@@ -103,8 +103,7 @@ class Session {
   // Graphs (session_graph.cc).
   GraphExec* Find(protocol::HandleTag<protocol::HandleKind::kGraphExec>, uint64_t id,
                   ContextState& ctx);
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kGraphExec>, uint64_t id,
-             ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kGraphExec>, uint64_t id, ContextState& ctx);
   template <typename Request>
   Outcome Unknown(const Request&, protocol::HandleKind kind, uint64_t id) {
     Begin<Request>();

@@ -42,8 +42,8 @@ bool Read(std::span<const uint8_t> body, Request* request) {
 
 Outcome Session::CheckGraphEntry(ContextState& ctx, uint32_t op, Span body) {
   auto bad = [&](const std::string& why) {
-    return Violation("GraphExecCreate: " + std::string(OpName(static_cast<Op>(op))) + " entry: " +
-                     why);
+    return Violation("GraphExecCreate: " + std::string(OpName(static_cast<Op>(op))) +
+                     " entry: " + why);
   };
   // Each entry names the instantiating context and no stream (it runs on the launch's).
   auto common = [&](const auto& request) -> std::optional<Outcome> {
@@ -64,7 +64,8 @@ Outcome Session::CheckGraphEntry(ContextState& ctx, uint32_t op, Span body) {
       if (params != (*module)->kernels()[request.kernel].param_bytes) {
         return bad("parameter buffer of " + std::to_string(params) + " bytes");
       }
-      if (request.cooperative > 1) return bad("cooperative is " + std::to_string(request.cooperative));
+      if (request.cooperative > 1)
+        return bad("cooperative is " + std::to_string(request.cooperative));
       return Code::kOk;
     }
     case Op::kMemcpyDtoD: {
@@ -133,8 +134,9 @@ Outcome Session::Execute(const GraphExecCreateRequest& request, Span payload, Co
   }
   for (size_t i = 0; i < entries.size(); ++i) (void)nodes.Take();
   const size_t count = entries.size();
-  GraphExec* exec = ctx.graph_execs.Add(
-      request.exec, nodes, std::vector<uint8_t>(payload.begin(), payload.end()), std::move(entries));
+  GraphExec* exec =
+      ctx.graph_execs.Add(request.exec, nodes, std::vector<uint8_t>(payload.begin(), payload.end()),
+                          std::move(entries));
   if (exec == nullptr) {
     nodes.Give(count);
     PVGPU_WARN("session " << id_ << ": a graph refused: the session's limit of "

@@ -128,7 +128,7 @@ class ContextState {
   HandleStore<std::unique_ptr<adapters::Module>> modules;
   HandleStore<Stream> streams;
   HandleStore<Event> events;
-  HandleStore<GraphExec> graph_execs;  // graphs (session_graph.cc)
+  HandleStore<GraphExec> graph_execs;                     // graphs (session_graph.cc)
   std::unordered_map<uint64_t, uint64_t> mapped_regions;  // region handle -> device address
 
  private:

@@ -132,8 +132,9 @@ Code Begin(const StreamRef& stream, CUgraph_st* graph, std::vector<CUgraphNode_s
   }
   if (stream.object == nullptr) {
     if (stream.handle == CU_STREAM_PER_THREAD) {
-      PVGPU_WARN("cuStreamBeginCapture: pvgpu captures created streams, not the per-thread "
-                 "default stream");
+      PVGPU_WARN(
+          "cuStreamBeginCapture: pvgpu captures created streams, not the per-thread "
+          "default stream");
       return Code::kNotSupported;
     }
     return kCaptureUnsupported;  // the legacy stream cannot be captured
@@ -437,8 +438,7 @@ Code StreamUpdateCaptureDependencies_v2(const StreamRef& hStream, CUgraphNode* d
 
 Code StreamUpdateCaptureDependencies(const StreamRef& hStream, CUgraphNode* dependencies,
                                      size_t numDependencies, unsigned int flags) {
-  return StreamUpdateCaptureDependencies_v2(hStream, dependencies, nullptr, numDependencies,
-                                            flags);
+  return StreamUpdateCaptureDependencies_v2(hStream, dependencies, nullptr, numDependencies, flags);
 }
 
 // The mode says which calls a capture in progress forbids this thread (CheckUnsafeCall).

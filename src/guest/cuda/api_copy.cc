@@ -101,9 +101,9 @@ std::optional<Code> StartCopy(CUdeviceptr dptr, const void* host, size_t bytes,
 
 // A copy on a capturing stream becomes a memcpy node (capture: nothing when the stream is not
 // capturing).
-std::optional<Code> CaptureCopy(const StreamRef& stream, CUmemorytype src_type, const void* src_host,
-                                CUdeviceptr src_device, CUmemorytype dst_type, void* dst_host,
-                                CUdeviceptr dst_device, size_t bytes) {
+std::optional<Code> CaptureCopy(const StreamRef& stream, CUmemorytype src_type,
+                                const void* src_host, CUdeviceptr src_device, CUmemorytype dst_type,
+                                void* dst_host, CUdeviceptr dst_device, size_t bytes) {
   auto node = std::make_unique<CUgraphNode_st>();
   node->type = CU_GRAPH_NODE_TYPE_MEMCPY;
   CUDA_MEMCPY3D& c = node->copy;

@@ -67,8 +67,8 @@ Code KernelFromParams(const CUDA_KERNEL_NODE_PARAMS_v2& p, GraphKernel* kernel) 
   if (Code code = ResolveFunctionOrKernel(handle, &f); code != Code::kOk) return code;
   const unsigned int grid[3] = {p.gridDimX, p.gridDimY, p.gridDimZ};
   const unsigned int block[3] = {p.blockDimX, p.blockDimY, p.blockDimZ};
-  if (Code code = MakeKernel(f.get(), grid, block, p.sharedMemBytes, p.kernelParams, p.extra,
-                             false, kernel);
+  if (Code code = MakeKernel(f.get(), grid, block, p.sharedMemBytes, p.kernelParams, p.extra, false,
+                             kernel);
       code != Code::kOk) {
     return code;
   }
@@ -186,15 +186,24 @@ void ZeroEdges(CUgraphEdgeData* data, size_t count) {
 
 const char* TypeName(CUgraphNodeType type) {
   switch (type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return "kernel";
-    case CU_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
-    case CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
-    case CU_GRAPH_NODE_TYPE_HOST: return "host";
-    case CU_GRAPH_NODE_TYPE_GRAPH: return "graph";
-    case CU_GRAPH_NODE_TYPE_EMPTY: return "empty";
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "wait_event";
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "event_record";
-    default: return "other";
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return "kernel";
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return "memcpy";
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return "memset";
+    case CU_GRAPH_NODE_TYPE_HOST:
+      return "host";
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return "graph";
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      return "empty";
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return "wait_event";
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return "event_record";
+    default:
+      return "other";
   }
 }
 
@@ -277,8 +286,8 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
     node->type = original->type;
     node->origin = original.get();
     node->kernel = original->kernel;
-    const auto* k = original->kernel.function != nullptr ? original->kernel.function->kernel
-                                                          : nullptr;
+    const auto* k =
+        original->kernel.function != nullptr ? original->kernel.function->kernel : nullptr;
     node->kernel.param_pointers.clear();
     if (k != nullptr) {
       for (uint32_t offset : k->param_offsets) {
@@ -298,7 +307,8 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
     clone->nodes.push_back(std::move(node));
   }
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    for (const CUgraphNode_st* dep : graph.nodes[i]->deps) clone->nodes[i]->deps.push_back(copies[dep]);
+    for (const CUgraphNode_st* dep : graph.nodes[i]->deps)
+      clone->nodes[i]->deps.push_back(copies[dep]);
     for (const CUgraphNode_st* next : graph.nodes[i]->dependents) {
       clone->nodes[i]->dependents.push_back(copies[next]);
     }
@@ -314,9 +324,9 @@ Code MakeKernel(CUfunc_st* f, const unsigned int grid[3], const unsigned int blo
                 unsigned int shared_bytes, void** kernelParams, void** extra, bool cooperative,
                 GraphKernel* kernel) {
   GraphKernel k;
-  if (Code code = PackLaunch(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                             shared_bytes, f->module->ctx, kernelParams, extra, cooperative,
-                             &k.params);
+  if (Code code =
+          PackLaunch(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                     f->module->ctx, kernelParams, extra, cooperative, &k.params);
       code != Code::kOk) {
     return code;
   }
@@ -403,8 +413,8 @@ Code GraphGetRootNodes(CUgraph hGraph, CUgraphNode* rootNodes, size_t* numRootNo
   return Code::kOk;
 }
 
-Code GraphGetEdges_v2(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to,
-                      CUgraphEdgeData* edgeData, size_t* numEdges) {
+Code GraphGetEdges_v2(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* edgeData,
+                      size_t* numEdges) {
   if ((from == nullptr) != (to == nullptr)) return Code::kInvalidValue;
   if (edgeData != nullptr && from == nullptr) return Code::kInvalidValue;
   MutexLock lock(&GraphMutex());
@@ -529,8 +539,8 @@ Code GraphDestroyNode(CUgraphNode hNode) {
     ForgetNodes(*node->child);
   }
   auto& nodes = node->graph->nodes;
-  nodes.erase(std::find_if(nodes.begin(), nodes.end(),
-                           [&](const auto& n) { return n.get() == node; }));
+  nodes.erase(
+      std::find_if(nodes.begin(), nodes.end(), [&](const auto& n) { return n.get() == node; }));
   return Code::kOk;
 }
 
@@ -805,8 +815,8 @@ Code GraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode
       return GraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies);
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
-      CUevent event = p.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ? p.eventRecord.event
-                                                                : p.eventWait.event;
+      CUevent event =
+          p.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ? p.eventRecord.event : p.eventWait.event;
       Ref<CUevent_st> ref;
       if (Code code = ResolveEvent(event, &ref); code != Code::kOk) return code;
       return p.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD
@@ -816,8 +826,7 @@ Code GraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode
                                          ref.get());
     }
     default:
-      PVGPU_WARN("cuGraphAddNode: node type " << static_cast<int>(p.type)
-                                              << " is not supported");
+      PVGPU_WARN("cuGraphAddNode: node type " << static_cast<int>(p.type) << " is not supported");
       return Code::kNotSupported;
   }
 }
@@ -848,8 +857,8 @@ Code GraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
     }
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
-      CUevent event = p.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ? p.eventRecord.event
-                                                                : p.eventWait.event;
+      CUevent event =
+          p.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ? p.eventRecord.event : p.eventWait.event;
       Ref<CUevent_st> ref;
       if (Code code = ResolveEvent(event, &ref); code != Code::kOk) return code;
       return SetEvent(hNode, p.type, ref.get());

@@ -67,8 +67,8 @@ bool DeviceCopy(const CUDA_MEMCPY3D& c, CUctx_st** ctx) {
                           (c.srcMemoryType == CU_MEMORYTYPE_UNIFIED && c.srcHost == nullptr);
   const bool dst_device = c.dstMemoryType == CU_MEMORYTYPE_DEVICE ||
                           (c.dstMemoryType == CU_MEMORYTYPE_UNIFIED && c.dstHost == nullptr);
-  if (!src_device || !dst_device || c.Height != 1 || c.Depth != 1 || c.srcY != 0 ||
-      c.dstY != 0 || c.srcZ != 0 || c.dstZ != 0 || c.srcLOD != 0 || c.dstLOD != 0) {
+  if (!src_device || !dst_device || c.Height != 1 || c.Depth != 1 || c.srcY != 0 || c.dstY != 0 ||
+      c.srcZ != 0 || c.dstZ != 0 || c.srcLOD != 0 || c.dstLOD != 0) {
     return false;
   }
   const CUdeviceptr src = c.srcDevice + c.srcXInBytes, dst = c.dstDevice + c.dstXInBytes;
@@ -153,8 +153,9 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
     }
     if (on_host) {
       if (ctx != nullptr && node_ctx != ctx) {
-        PVGPU_WARN("cuGraphInstantiate: a graph whose device nodes are in several contexts is "
-                   "not supported");
+        PVGPU_WARN(
+            "cuGraphInstantiate: a graph whose device nodes are in several contexts is "
+            "not supported");
         if (error_node != nullptr) *error_node = const_cast<CUgraphNode_st*>(node->origin);
         return Code::kNotSupported;
       }
@@ -325,8 +326,7 @@ CUgraphNode_st* ExecNode(CUgraph_st& graph, CUgraphNode node) {
 
 // Changes one node of an executable graph and remakes its pieces.
 template <typename Change>
-Code SetExecNode(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeType type,
-                 Change change) {
+Code SetExecNode(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeType type, Change change) {
   MutexLock lock(&GraphMutex());
   CUgraphExec_st* exec = FindExec(hGraphExec);
   if (exec == nullptr) return Code::kInvalidValue;
@@ -388,8 +388,7 @@ void KeepOrigins(const CUgraph_st& from, CUgraph_st& to) {
 
 namespace api {
 
-Code GraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
-                               unsigned long long flags) {
+Code GraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
   return Instantiate(phGraphExec, hGraph, flags, nullptr);
 }
 
@@ -399,11 +398,15 @@ Code GraphInstantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph,
   Code code = Instantiate(phGraphExec, hGraph, instantiateParams->flags, &error_node);
   instantiateParams->hErrNode_out = error_node;
   switch (code) {
-    case Code::kOk: instantiateParams->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS; break;
+    case Code::kOk:
+      instantiateParams->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
+      break;
     case Code::kInvalidValue:
       instantiateParams->result_out = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
       break;
-    default: instantiateParams->result_out = CUDA_GRAPH_INSTANTIATE_ERROR; break;
+    default:
+      instantiateParams->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+      break;
   }
   if (code == Code::kOk && (instantiateParams->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0) {
     StreamRef stream;
@@ -616,15 +619,13 @@ Code GraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
 Code GraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
                                       CUevent_st* event) {
   Ref<CUevent_st> ref = objects().events.Find(event);
-  return SetExecNode(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD,
-                     [&](CUgraphNode_st& node) {
-                       node.event = ref;
-                       return Code::kOk;
-                     });
+  return SetExecNode(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, [&](CUgraphNode_st& node) {
+    node.event = ref;
+    return Code::kOk;
+  });
 }
 
-Code GraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
-                                    CUevent_st* event) {
+Code GraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent_st* event) {
   Ref<CUevent_st> ref = objects().events.Find(event);
   return SetExecNode(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, [&](CUgraphNode_st& node) {
     node.event = ref;

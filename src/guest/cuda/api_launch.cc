@@ -135,7 +135,8 @@ Code PostLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsi
     GraphKernel& kernel = node->kernel;
     kernel.function = FindFunction(f);
     // A CUkernel's function in this context: not in the store, kept alive by its library.
-    if (kernel.function == nullptr) kernel.function = std::shared_ptr<CUfunc_st>(std::shared_ptr<void>(), f);
+    if (kernel.function == nullptr)
+      kernel.function = std::shared_ptr<CUfunc_st>(std::shared_ptr<void>(), f);
     kernel.grid[0] = gridDimX, kernel.grid[1] = gridDimY, kernel.grid[2] = gridDimZ;
     kernel.block[0] = blockDimX, kernel.block[1] = blockDimY, kernel.block[2] = blockDimZ;
     kernel.shared_bytes = sharedMemBytes;

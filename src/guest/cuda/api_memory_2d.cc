@@ -3,8 +3,8 @@
 // fetched as one span covering them all and scattered on the guest. A 3D copy is a 2D copy per
 // slice.
 #include <algorithm>
-#include <optional>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "guest/cuda/copy.h"

@@ -55,11 +55,11 @@ struct CUgraphNode_st {
   // name the nodes of the graph it was instantiated from).
   const CUgraphNode_st* origin = nullptr;
 
-  GraphKernel kernel;                // CU_GRAPH_NODE_TYPE_KERNEL
-  CUDA_MEMCPY3D copy{};              // CU_GRAPH_NODE_TYPE_MEMCPY
-  CUDA_MEMSET_NODE_PARAMS memset{};  // CU_GRAPH_NODE_TYPE_MEMSET
-  CUctx_st* ctx = nullptr;           // the context a memcpy or memset node runs in
-  CUDA_HOST_NODE_PARAMS host{};      // CU_GRAPH_NODE_TYPE_HOST
+  GraphKernel kernel;                 // CU_GRAPH_NODE_TYPE_KERNEL
+  CUDA_MEMCPY3D copy{};               // CU_GRAPH_NODE_TYPE_MEMCPY
+  CUDA_MEMSET_NODE_PARAMS memset{};   // CU_GRAPH_NODE_TYPE_MEMSET
+  CUctx_st* ctx = nullptr;            // the context a memcpy or memset node runs in
+  CUDA_HOST_NODE_PARAMS host{};       // CU_GRAPH_NODE_TYPE_HOST
   std::shared_ptr<CUevent_st> event;  // CU_GRAPH_NODE_TYPE_EVENT_RECORD, _WAIT_EVENT
   std::unique_ptr<CUgraph_st> child;  // CU_GRAPH_NODE_TYPE_GRAPH: its own copy
 };
@@ -76,9 +76,9 @@ struct CUgraph_st {
   CUgraph_st(const CUgraph_st&) = delete;
   CUgraph_st& operator=(const CUgraph_st&) = delete;
 
-  std::vector<std::unique_ptr<CUgraphNode_st>> nodes;  // in creation order
+  std::vector<std::unique_ptr<CUgraphNode_st>> nodes;     // in creation order
   std::map<CUuserObject_st*, unsigned int> user_objects;  // references the graph holds
-  CUgraphNode_st* parent = nullptr;  // the node owning a child graph
+  CUgraphNode_st* parent = nullptr;                       // the node owning a child graph
 };
 
 // What an executable graph runs, in order: pieces of device work kept by the host, and the

@@ -108,8 +108,8 @@ StatusOr<BenchReport> RunGraph(const BenchOptions& options) {
       previous = node;
     }
     CUgraphExec exec = nullptr;
-    PVGPU_TRY(api.Check(graph_api.cuGraphInstantiateWithFlags(&exec, graph, 0),
-                        "cuGraphInstantiate"));
+    PVGPU_TRY(
+        api.Check(graph_api.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate"));
     graphs.push_back(graph);
     execs.push_back(exec);
   }
@@ -160,8 +160,10 @@ StatusOr<BenchReport> RunGraph(const BenchOptions& options) {
   host->Stop();
 
   BenchReport report;
-  report.json = nlohmann::ordered_json{{"benchmark", "graph"}, {"machine", MachineJson()},
-                                       {"rounds", rounds}, {"unit", "microseconds per iteration"}};
+  report.json = nlohmann::ordered_json{{"benchmark", "graph"},
+                                       {"machine", MachineJson()},
+                                       {"rounds", rounds},
+                                       {"unit", "microseconds per iteration"}};
   TextTable table({"kernels", "in-process", "one by one", "graph", "ratio", "one by one + sync",
                    "graph + sync", "ratio"});
   nlohmann::ordered_json sizes = nlohmann::ordered_json::array();
