@@ -193,6 +193,22 @@ TEST(BenchCommand, MatmulPrintsTheScriptsOutputAndAgrees) {
   }
 }
 
+// Graphs (docs/graphs.md): every size, every way, a positive figure.
+TEST(BenchCommand, GraphReportsEverySizeAndWay) {
+  Json json = RunJson("bench graph --json --quick");
+  EXPECT_EQ(json["benchmark"], "graph");
+  ASSERT_EQ(json["sizes"].size(), 3u);
+  int expected[] = {1, 10, 100};
+  for (size_t i = 0; i < 3; ++i) {
+    const Json& size = json["sizes"][i];
+    EXPECT_EQ(size["kernels"], expected[i]);
+    for (const char* way : {"inprocess_us", "launches_pipelined_us", "graph_pipelined_us",
+                            "launches_sync_us", "graph_sync_us"}) {
+      EXPECT_TRUE(Positive(size[way])) << way << " " << size;
+    }
+  }
+}
+
 TEST(BenchCommand, UnknownBenchmarkIsAUsageError) {
   EXPECT_EQ(RunPvgpu("bench nosuch 2>/dev/null").status, 2);
 }

@@ -135,6 +135,10 @@ class Session {
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kModule>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kStream>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kEvent>, uint64_t id, ContextState& ctx);
+  // Graphs (session_graph.cc).
+  GraphExec* Find(protocol::HandleTag<protocol::HandleKind::kGraphExec>, uint64_t id,
+                  ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kGraphExec>, uint64_t id, ContextState& ctx);
   template <typename Request>
   Outcome Unknown(const Request&, protocol::HandleKind kind, uint64_t id) {
     Begin<Request>();
@@ -216,6 +220,15 @@ class Session {
   // session_memops.cc.
   Outcome Execute(const protocol::StreamWaitValueRequest&, Span, ContextState&, Stream*);
 
+  // Graphs (session_graph.cc).
+  Outcome Execute(const protocol::GraphExecCreateRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::GraphExecLaunchRequest&, Span, ContextState&, Stream*,
+                  GraphExec&);
+  Outcome Execute(const protocol::GraphExecDestroyRequest&, Span, ContextState&, GraphExec&);
+  // Checks one entry of a GraphExecCreate payload as its own message would be checked when
+  // the graph runs, now: a violation for what the protocol forbids.
+  Outcome CheckGraphEntry(ContextState& ctx, uint32_t op, Span body);
+
   template <typename Request>
   void Begin() {
     replied_ = false;
@@ -280,6 +293,7 @@ class Session {
   Code SynchronizeContext(ContextState& ctx);
   uint64_t UsedBytes() const;  // mutex_ held
   bool ReplyWanted() const {
+    if (replaying_) return false;  // a graph's entries: GraphExecLaunch answers for them
     return (current_.flags & protocol::kFlagWantReply) != 0 || !current_async_;
   }
 
@@ -326,6 +340,7 @@ class Session {
   bool replied_ = false;
   bool settled_ = false;
   uint64_t touched_ctx_ = 0;  // the context the message named (set by Find), for the fence
+  bool replaying_ = false;    // running a graph's entries (session_graph.cc)
   Status send_failure_;       // a corrupt reply ring met while replying to it
 
   // One per policy adapter: the session's compute share there and what it used (read by

@@ -57,7 +57,25 @@ bool Session::Fresh(HandleTag<HandleKind::kEvent>, uint64_t id, ContextState& ct
   return ctx.events.Fresh(id);
 }
 
+GraphExec* Session::Find(HandleTag<HandleKind::kGraphExec>, uint64_t id, ContextState& ctx) {
+  return ctx.graph_execs.Find(id);
+}
+
+bool Session::Fresh(HandleTag<HandleKind::kGraphExec>, uint64_t id, ContextState& ctx) {
+  return ctx.graph_execs.Fresh(id);
+}
+
 Outcome Session::UnknownHandle(protocol::Op op, HandleKind kind, uint64_t id, ContextState* ctx) {
+  // A graph's entry whose module or event the guest has since destroyed (GraphExecCreate
+  // checked them all): the graph fails like asynchronous work, the session goes on.
+  if (replaying_ && ctx != nullptr) {
+    const Status status =
+        Error(Code::kInvalidHandle, std::string("graph node: ") + protocol::OpName(op) +
+                                        " names a " + protocol::HandleKindName(kind) +
+                                        " destroyed since the graph was instantiated");
+    RecordFault(*ctx, status, "graph");
+    return Outcome(status.code());
+  }
   // Streams and events are created by asynchronous messages, so a creation the session's
   // limit refused is reported at the guest's next synchronization, and the guest may name the
   // handle before it learns: that is the refusal's error again, not a broken protocol.

@@ -16,6 +16,8 @@ constexpr Named kLimits[] = {
     {"regions", &SessionLimits::regions},   {"allocations", &SessionLimits::allocations},
     {"uploads", &SessionLimits::uploads},   {"upload_bytes", &SessionLimits::upload_bytes},
     {"arrays", &SessionLimits::arrays},     {"textures", &SessionLimits::textures},
+    // Graphs (session_graph.cc).
+    {"graph_execs", &SessionLimits::graph_execs}, {"graph_nodes", &SessionLimits::graph_nodes},
 };
 
 }  // namespace

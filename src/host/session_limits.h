@@ -37,6 +37,12 @@ struct SessionLimits {
   // (host/session_texture.cc).
   uint64_t arrays = 65536;
   uint64_t textures = 65536;
+
+  // Graphs (host/session_graph.cc, docs/graphs.md): instantiated graphs' device work kept on
+  // the host, at most `graph_execs` pieces holding `graph_nodes` nodes together (a node is a
+  // message's bytes, at most a few KiB: the default bounds them to a few hundred MiB).
+  uint64_t graph_execs = 4096;
+  uint64_t graph_nodes = 1u << 18;
 };
 
 // "streams=256,events=1024": sets the named limits, leaving the others as they are. Each value

@@ -15,6 +15,7 @@ ContextState::ContextState(SessionBudgets& budgets, uint32_t device,
       events(budgets.events),
       arrays(budgets.arrays),
       textures(budgets.textures),
+      graph_execs(budgets.graph_execs),
       allocation_budget_(budgets.allocations) {}
 
 ContextState::~ContextState() {

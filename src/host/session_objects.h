@@ -30,9 +30,13 @@ struct SessionBudgets {
         allocations(limits.allocations),
         uploads(limits.uploads),
         arrays(limits.arrays),
-        textures(limits.textures) {}
+        textures(limits.textures),
+        graph_execs(limits.graph_execs),
+        graph_nodes(limits.graph_nodes) {}
   ObjectBudget contexts, modules, streams, events, regions, allocations, uploads;
   ObjectBudget arrays, textures;
+  // Graphs (session_graph.cc): host-side pieces of instantiated graphs, and their nodes.
+  ObjectBudget graph_execs, graph_nodes;
 };
 
 // A module image arriving in chunks (session_upload.cc): the bytes so far, in order, of an
@@ -99,6 +103,29 @@ struct TextureObject {
   std::shared_ptr<ArrayState> array;  // null over device memory
 };
 
+// The device work of an instantiated graph, in the order it runs (session_graph.cc): each
+// entry is the op and bytes (fixed request, then payload) of a message GraphExecCreate
+// validated. Its nodes count against the session's graph_nodes budget until it goes.
+struct GraphExec {
+  struct Entry {
+    uint32_t op;
+    size_t offset;  // in bytes
+    size_t size;
+  };
+  GraphExec(ObjectBudget& nodes, std::vector<uint8_t> bytes, std::vector<Entry> entries)
+      : nodes_(nodes), bytes(std::move(bytes)), entries(std::move(entries)) {}
+  ~GraphExec() { nodes_.Give(entries.size()); }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+
+ private:
+  ObjectBudget& nodes_;
+
+ public:
+  const std::vector<uint8_t> bytes;
+  const std::vector<Entry> entries;
+};
+
 // One guest context on an adapter, and the objects that live in it.
 class ContextState {
  public:
@@ -127,6 +154,7 @@ class ContextState {
   HandleStore<std::unique_ptr<adapters::Module>> modules;
   HandleStore<Stream> streams;
   HandleStore<Event> events;
+  HandleStore<GraphExec> graph_execs;                     // graphs (session_graph.cc)
   std::unordered_map<uint64_t, uint64_t> mapped_regions;  // region handle -> device address
   // Declared after impl: they go first, arrays freeing their memory in it.
   HandleStore<std::shared_ptr<ArrayState>> arrays;

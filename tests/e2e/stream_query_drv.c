@@ -1,7 +1,7 @@
 /* What streams and contexts answer about themselves (ids, context, device), the stream
- * capture queries (pvgpu never captures: every valid stream answers "not capturing", in every
- * ABI version of the calls), the thread's capture mode, and cuEventRecordWithFlags. Run with
- * two devices. */
+ * capture queries of streams that are not capturing (every ABI version of the calls; capture
+ * itself: graph_drv.c), the thread's capture mode, and cuEventRecordWithFlags. Run with two
+ * devices. */
 #include <cudaTypedefs.h>
 #include <pthread.h>
 
@@ -162,7 +162,7 @@ static void TestStreamOwners(CUcontext a, CUcontext b, CUstream created_a, CUdev
 }
 
 /* Flags 0 records as cuEventRecord does; CU_EVENT_RECORD_EXTERNAL is valid only while a stream
- * is captured, which never happens here. */
+ * is captured (graph_drv.c). */
 static void TestEventRecordWithFlags(CUcontext a, CUcontext b, CUstream created_a) {
   CHECK(cuCtxSetCurrent(a));
   CUevent start, end, other;

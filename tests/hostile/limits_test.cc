@@ -27,7 +27,7 @@ class LimitsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     daemon_ = new Daemon({"--limits",
                           "contexts=2,modules=1,streams=3,events=2,regions=1,allocations=4,"
-                          "uploads=2,upload_bytes=1048576"});
+                          "uploads=2,upload_bytes=1048576,graph_execs=2,graph_nodes=6"});
   }
   static void TearDownTestSuite() { delete daemon_; }
 
@@ -176,6 +176,42 @@ TEST_F(LimitsTest, AGuestThatCreatesPastItsRefusalsIsEnded) {
   EXPECT_TRUE(daemon_->AwaitLog(
       "protocol violation: EventCreate: event 5 past the session's limit of 2 events"))
       << daemon_->Log();
+}
+
+// Graphs (host/session_graph.cc): the nodes every graph of the session holds together, and the
+// pieces themselves, are bounded; a graph past either is refused with OUT_OF_MEMORY, which the
+// guest's cuGraphInstantiate returns (a huge graph), and the session goes on.
+TEST_F(LimitsTest, GraphsPastTheirLimitsAreRefused) {
+  RawGuest g(daemon_->socket_path());
+  Open(g);
+  auto create = [&](uint64_t exec, uint32_t nodes) {
+    std::vector<uint8_t> entries;
+    for (uint32_t i = 0; i < nodes; ++i) {
+      MemcpyDtoDRequest copy;
+      copy.ctx = kCtx;
+      const uint32_t header[2] = {static_cast<uint32_t>(Op::kMemcpyDtoD), sizeof(copy)};
+      const auto* h = reinterpret_cast<const uint8_t*>(header);
+      const auto* c = reinterpret_cast<const uint8_t*>(&copy);
+      entries.insert(entries.end(), h, h + sizeof(header));
+      entries.insert(entries.end(), c, c + sizeof(copy));
+    }
+    GraphExecCreateRequest request;
+    request.ctx = kCtx;
+    request.exec = exec;
+    request.count = nodes;
+    return g.Call(request, entries);
+  };
+  EXPECT_EQ(create(1, 4), 0);
+  EXPECT_EQ(create(2, 3), kOutOfMemory);  // 7 nodes
+  EXPECT_EQ(create(3, 2), 0);             // 6
+  EXPECT_EQ(create(4, 0), kOutOfMemory);  // a third piece
+  GraphExecDestroyRequest destroy;
+  destroy.ctx = kCtx;
+  destroy.exec = 1;
+  g.Send(destroy);
+  EXPECT_EQ(create(5, 4), 0);  // room again
+  EXPECT_EQ(Alloc(g), 0);
+  EXPECT_TRUE(daemon_->CountInLog("graph_nodes") > 0);
 }
 
 }  // namespace

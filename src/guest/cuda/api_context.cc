@@ -6,6 +6,7 @@
 // then reliably reports CUDA_ERROR_CONTEXT_IS_DESTROYED / INVALID_CONTEXT.
 #include "guest/cuda/contexts.h"
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/host_func.h"
 #include "guest/cuda/mem_pool.h"
 
@@ -158,6 +159,7 @@ Code CtxGetApiVersion(CUctx_st* ctx, unsigned int* version) {
 }
 
 Code CtxSynchronize(CUctx_st* ctx) {
+  if (Code code = CheckUnsafeCall(); code != Code::kOk) return code;  // during stream capture
   if (Code code = WaitForAllHostFuncs(ctx); code != Code::kOk) return code;
   const Code code = SynchronizeContext(ctx, ctx->last_seq, [&] {
     protocol::CtxSynchronizeRequest request;

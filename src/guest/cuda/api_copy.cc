@@ -6,6 +6,7 @@
 
 #include "guest/cuda/copy.h"
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
@@ -98,6 +99,31 @@ std::optional<Code> StartCopy(CUdeviceptr dptr, const void* host, size_t bytes,
   return TryPinned(host, bytes, *target, async, pinned);
 }
 
+// A copy on a capturing stream becomes a memcpy node (capture: nothing when the stream is not
+// capturing).
+std::optional<Code> CaptureCopy(const StreamRef& stream, CUmemorytype src_type,
+                                const void* src_host, CUdeviceptr src_device, CUmemorytype dst_type,
+                                void* dst_host, CUdeviceptr dst_device, size_t bytes) {
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->type = CU_GRAPH_NODE_TYPE_MEMCPY;
+  CUDA_MEMCPY3D& c = node->copy;
+  c.srcMemoryType = src_type;
+  c.srcHost = src_host;
+  c.srcDevice = src_device;
+  c.srcPitch = bytes;
+  c.srcHeight = 1;
+  c.dstMemoryType = dst_type;
+  c.dstHost = dst_host;
+  c.dstDevice = dst_device;
+  c.dstPitch = bytes;
+  c.dstHeight = 1;
+  c.WidthInBytes = bytes;
+  c.Height = 1;
+  c.Depth = 1;
+  node->ctx = stream.ctx;
+  return CaptureNode(stream, std::move(node));
+}
+
 }  // namespace
 
 StreamRef StreamFor(CUctx_st* owner, const StreamRef& stream) {
@@ -113,6 +139,12 @@ Code OwnerOf(CUdeviceptr dptr, size_t size, CUctx_st** owner) {
 }
 
 Code CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, const StreamRef& stream, bool async) {
+  if (CaptureActive() && bytes > 0) {
+    if (auto captured = CaptureCopy(stream, CU_MEMORYTYPE_HOST, src, 0, CU_MEMORYTYPE_DEVICE,
+                                    nullptr, dst, bytes)) {
+      return *captured;
+    }
+  }
   StreamRef target;
   protocol::MemcpyHtoDRegionRequest pinned;
   pinned.dst = dst;
@@ -133,6 +165,12 @@ Code CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, const StreamRef& s
 }
 
 Code CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, const StreamRef& stream, bool async) {
+  if (CaptureActive() && bytes > 0) {
+    if (auto captured = CaptureCopy(stream, CU_MEMORYTYPE_DEVICE, nullptr, src, CU_MEMORYTYPE_HOST,
+                                    dst, 0, bytes)) {
+      return *captured;
+    }
+  }
   StreamRef target;
   protocol::MemcpyDtoHRegionRequest pinned;
   pinned.src = src;
@@ -159,6 +197,12 @@ Code CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, const StreamRef& stream,
 
 Code CopyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes, const StreamRef& stream) {
   if (bytes == 0) return Code::kOk;
+  if (CaptureActive()) {
+    if (auto captured = CaptureCopy(stream, CU_MEMORYTYPE_DEVICE, nullptr, src,
+                                    CU_MEMORYTYPE_DEVICE, nullptr, dst, bytes)) {
+      return *captured;
+    }
+  }
   CUctx_st* dst_owner = nullptr;
   CUctx_st* src_owner = nullptr;
   if (Code code = OwnerOf(dst, bytes, &dst_owner); code != Code::kOk) return code;

@@ -4,6 +4,7 @@
 
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/mem_pool.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest::api {
@@ -34,6 +35,9 @@ Code EventDestroy_v2(CUevent_st* hEvent) {
 
 Code EventRecord(CUevent_st* hEvent, const StreamRef& hStream) {
   if (hEvent->ctx != hStream.ctx) return Code::kInvalidHandle;
+  if (CaptureActive()) {  // in a capture: the event marks the stream's position in it
+    if (auto captured = CaptureEventRecord(hStream, hEvent, false)) return *captured;
+  }
   protocol::EventRecordRequest request;
   request.ctx = hStream.ctx->handle;
   request.event = hEvent->handle;
@@ -45,27 +49,27 @@ Code EventRecord(CUevent_st* hEvent, const StreamRef& hStream) {
   return Code::kOk;
 }
 
-// CU_EVENT_RECORD_EXTERNAL makes a record an external event node of the graph a stream is
-// capturing into, and CUDA calls it invalid outside capture; pvgpu never captures.
+// CU_EVENT_RECORD_EXTERNAL makes a record an event record node of the graph a stream is
+// capturing into (docs/graphs.md); CUDA calls it invalid outside capture.
 Code EventRecordWithFlags(CUevent_st* hEvent, const StreamRef& hStream, unsigned int flags) {
   if (flags == CU_EVENT_RECORD_DEFAULT) return EventRecord(hEvent, hStream);
-  if (flags == CU_EVENT_RECORD_EXTERNAL) {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      PVGPU_WARN(
-          "cuEventRecordWithFlags: CU_EVENT_RECORD_EXTERNAL is valid only while a stream "
-          "is captured into a graph, and pvgpu does not support stream capture");
-    });
-  }
+  if (flags != CU_EVENT_RECORD_EXTERNAL) return Code::kInvalidValue;
+  if (hEvent->ctx != hStream.ctx) return Code::kInvalidHandle;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (Code code = StreamIsCapturing(hStream, &status); code != Code::kOk) return code;
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return Code::kInvalidValue;
+  if (auto captured = CaptureEventRecord(hStream, hEvent, true)) return *captured;
   return Code::kInvalidValue;
 }
 
 Code EventQuery(CUevent_st* hEvent) {
+  if (EventCaptured(hEvent)) return kCapturedEvent;
   // An event never recorded counts as complete, as in CUDA.
   return hEvent->ctx->client->Done(hEvent->record_seq) ? Code::kOk : Code::kNotReady;
 }
 
 Code EventSynchronize(CUevent_st* hEvent) {
+  if (EventCaptured(hEvent)) return kCapturedEvent;
   const Code code = hEvent->ctx->client->WaitDone(hEvent->record_seq);
   if (code == Code::kOk) ReleasePoolMemoryAfterSync(hEvent->ctx);
   return code;
@@ -93,6 +97,9 @@ Code EventElapsedTime_v2(float* pMilliseconds, CUevent_st* hStart, CUevent_st* h
 Code StreamWaitEvent(const StreamRef& hStream, CUevent_st* hEvent, unsigned int Flags) {
   if (Flags != CU_EVENT_WAIT_DEFAULT && Flags != CU_EVENT_WAIT_EXTERNAL) {
     return Code::kInvalidValue;
+  }
+  if (CaptureActive()) {  // forks and joins of captures
+    if (auto captured = CaptureEventWait(hStream, hEvent, Flags)) return *captured;
   }
   // A host runs one session's work in submission order, so work submitted after this call
   // already follows the event's record. Only an event from another host needs a wait here.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/launch.h"
 #include "guest/cuda/resolve.h"
 #include "guest/cuda/state.h"
@@ -48,11 +49,10 @@ int BlocksPerSm(CUfunc_st* f, int block, size_t dynamic_shared) {
 
 }  // namespace
 
-Code PostLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+Code PackLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                unsigned int sharedMemBytes, const StreamRef& hStream, void** kernelParams,
-                void** extra, bool cooperative) {
-  CUctx_st* ctx = hStream.ctx;
+                unsigned int sharedMemBytes, CUctx_st* ctx, void** kernelParams, void** extra,
+                bool cooperative, std::vector<uint8_t>* packed) {
   if (f->module->ctx != ctx) return Code::kInvalidHandle;  // the function's context must be current
   const auto& k = *f->kernel;
   const Device* device = DriverState::Get().device(ctx->device);
@@ -113,6 +113,36 @@ Code PostLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsi
     if (k.param_bytes > 0) std::memcpy(params.data(), buffer, k.param_bytes);
   } else if (!k.param_sizes.empty()) {
     return Code::kInvalidValue;
+  }
+  *packed = std::move(params);
+  return Code::kOk;
+}
+
+Code PostLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                unsigned int sharedMemBytes, const StreamRef& hStream, void** kernelParams,
+                void** extra, bool cooperative) {
+  CUctx_st* ctx = hStream.ctx;
+  std::vector<uint8_t> params;
+  if (Code code = PackLaunch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                             sharedMemBytes, ctx, kernelParams, extra, cooperative, &params);
+      code != Code::kOk) {
+    return code;
+  }
+  if (CaptureActive()) {  // a capturing stream records the launch as a kernel node
+    auto node = std::make_unique<CUgraphNode_st>();
+    node->type = CU_GRAPH_NODE_TYPE_KERNEL;
+    GraphKernel& kernel = node->kernel;
+    kernel.function = FindFunction(f);
+    // A CUkernel's function in this context: not in the store, kept alive by its library.
+    if (kernel.function == nullptr)
+      kernel.function = std::shared_ptr<CUfunc_st>(std::shared_ptr<void>(), f);
+    kernel.grid[0] = gridDimX, kernel.grid[1] = gridDimY, kernel.grid[2] = gridDimZ;
+    kernel.block[0] = blockDimX, kernel.block[1] = blockDimY, kernel.block[2] = blockDimZ;
+    kernel.shared_bytes = sharedMemBytes;
+    kernel.cooperative = cooperative;
+    kernel.params = params;
+    if (auto captured = CaptureNode(hStream, std::move(node))) return *captured;
   }
 
   protocol::LaunchKernelRequest request;

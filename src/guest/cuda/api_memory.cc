@@ -5,6 +5,7 @@
 // without waiting.
 #include "guest/cuda/copy.h"
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/managed.h"
 #include "guest/cuda/mem_pool.h"
 #include "guest/cuda/state.h"
@@ -20,6 +21,13 @@ Code Memset(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t element, siz
   if (width == 0 || height == 0) return Code::kOk;
   if (dst % element != 0) return Code::kInvalidValue;
   if (height > 1 && pitch < width * element) return Code::kInvalidValue;
+  if (CaptureActive()) {  // a capturing stream records a memset node
+    auto node = std::make_unique<CUgraphNode_st>();
+    node->type = CU_GRAPH_NODE_TYPE_MEMSET;
+    node->memset = {dst, height > 1 ? pitch : width * element, value, element, width, height};
+    node->ctx = stream.ctx;
+    if (auto captured = CaptureNode(stream, std::move(node))) return *captured;
+  }
   const size_t extent = (height - 1) * pitch + width * element;
   CUctx_st* owner = nullptr;
   if (Code code = OwnerOf(dst, extent, &owner); code != Code::kOk) return code;
@@ -52,6 +60,7 @@ Code Memset(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t element, siz
 namespace api {
 
 Code MemAlloc_v2(CUctx_st* ctx, CUdeviceptr* dptr, size_t bytesize) {
+  if (Code code = CheckUnsafeCall(); code != Code::kOk) return code;
   if (bytesize == 0) return Code::kInvalidValue;
   protocol::MemAllocRequest request;
   request.ctx = ctx->handle;
@@ -77,6 +86,7 @@ Code MemAllocPitch_v2(CUctx_st* ctx, CUdeviceptr* dptr, size_t* pPitch, size_t W
 }
 
 Code MemFree_v2(CUdeviceptr dptr) {
+  if (Code code = CheckUnsafeCall(); code != Code::kOk) return code;
   if (dptr == 0) return Code::kOk;
   if (Code code; FreeManaged(dptr, &code)) return code;
   if (Code code; FreePoolAllocation(dptr, &code)) return code;

@@ -4,11 +4,13 @@
 // slice. An array operand is its level's memory at the address the host gave (arrays.h).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "guest/cuda/arrays.h"
 #include "guest/cuda/copy.h"
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/state.h"
 
 namespace pvgpu::guest {
@@ -185,6 +187,16 @@ Code Copy3D(const CUDA_MEMCPY3D* given, const StreamRef* stream, bool async) {
   return Code::kOk;
 }
 
+// A 2D or 3D copy on a capturing stream is one memcpy node (not one per row, and never a
+// copy through a staging buffer that would be gone when the graph runs).
+std::optional<Code> CaptureCopy3D(const CUDA_MEMCPY3D& copy, const StreamRef& stream) {
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->type = CU_GRAPH_NODE_TYPE_MEMCPY;
+  node->copy = copy;
+  node->ctx = stream.ctx;
+  return CaptureNode(stream, std::move(node));
+}
+
 }  // namespace
 
 namespace api {
@@ -194,12 +206,34 @@ Code Memcpy2D_v2(const CUDA_MEMCPY2D* pCopy) { return Copy2D(pCopy, nullptr, fal
 Code Memcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) { return Copy2D(pCopy, nullptr, false); }
 
 Code Memcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, const StreamRef& hStream) {
+  if (CaptureActive()) {
+    CUDA_MEMCPY3D c{};
+    c.srcXInBytes = pCopy->srcXInBytes;
+    c.srcY = pCopy->srcY;
+    c.srcMemoryType = pCopy->srcMemoryType;
+    c.srcHost = pCopy->srcHost;
+    c.srcDevice = pCopy->srcDevice;
+    c.srcPitch = pCopy->srcPitch;
+    c.dstXInBytes = pCopy->dstXInBytes;
+    c.dstY = pCopy->dstY;
+    c.dstMemoryType = pCopy->dstMemoryType;
+    c.dstHost = pCopy->dstHost;
+    c.dstDevice = pCopy->dstDevice;
+    c.dstPitch = pCopy->dstPitch;
+    c.WidthInBytes = pCopy->WidthInBytes;
+    c.Height = pCopy->Height;
+    c.Depth = 1;
+    if (auto captured = CaptureCopy3D(c, hStream)) return *captured;
+  }
   return Copy2D(pCopy, &hStream, true);
 }
 
 Code Memcpy3D_v2(const CUDA_MEMCPY3D* pCopy) { return Copy3D(pCopy, nullptr, false); }
 
 Code Memcpy3DAsync_v2(const CUDA_MEMCPY3D* pCopy, const StreamRef& hStream) {
+  if (CaptureActive()) {
+    if (auto captured = CaptureCopy3D(*pCopy, hStream)) return *captured;
+  }
   return Copy3D(pCopy, &hStream, true);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/host_func.h"
 #include "guest/cuda/mem_pool.h"
 #include "guest/cuda/state.h"
@@ -80,15 +81,18 @@ Code StreamCreate(CUctx_st* ctx, CUstream* phStream, unsigned int Flags) {
 }
 
 Code StreamDestroy_v2(CUstream_st* hStream) {
+  ForgetCapturingStream(hStream);
   return DestroyPosted(objects().streams, hStream, &protocol::StreamDestroyRequest::stream);
 }
 
 Code StreamQuery(const StreamRef& hStream) {
+  if (Code code = CheckCaptureWait(hStream); code != Code::kOk) return code;
   if (HostFuncsPending(hStream.ctx, hStream.handle)) return Code::kNotReady;
   return hStream.ctx->client->Done(LastSeq(hStream)) ? Code::kOk : Code::kNotReady;
 }
 
 Code StreamSynchronize(const StreamRef& hStream) {
+  if (Code code = CheckCaptureWait(hStream); code != Code::kOk) return code;
   const Code code = SynchronizeStream(hStream);
   if (code == Code::kOk) ReleasePoolMemoryAfterSync(hStream.ctx);
   return code;
@@ -105,6 +109,12 @@ Code StreamGetFlags(const StreamRef& hStream, unsigned int* flags) {
 }
 
 Code LaunchHostFunc(const StreamRef& hStream, CUhostFn fn, void* userData) {
+  if (CaptureActive()) {  // a capturing stream records a host node
+    auto node = std::make_unique<CUgraphNode_st>();
+    node->type = CU_GRAPH_NODE_TYPE_HOST;
+    node->host = {fn, userData};
+    if (auto captured = CaptureNode(hStream, std::move(node))) return *captured;
+  }
   EnqueueOnStream(
       hStream,
       [](void* data, CUresult) {
@@ -119,6 +129,8 @@ Code LaunchHostFunc(const StreamRef& hStream, CUhostFn fn, void* userData) {
 Code StreamAddCallback(const StreamRef& hStream, CUstreamCallback callback, void* userData,
                        unsigned int flags) {
   if (flags != 0) return Code::kInvalidValue;
+  // Not capturable in CUDA (cuLaunchHostFunc is): refused on a capturing stream.
+  if (Code code = CheckCaptureWait(hStream); code != Code::kOk) return code;
   EnqueueOnStream(
       hStream,
       [](void* data, CUresult status) {

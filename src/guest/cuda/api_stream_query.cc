@@ -1,6 +1,5 @@
-// Driver API: what a stream answers about itself (its id, context and device) and the stream
-// capture queries. pvgpu has no stream capture (graphs are not supported), so a valid stream
-// is never capturing; CuPy and PyTorch ask before every copy between host and device.
+// Driver API: what a stream answers about itself (its id, context and device). The capture
+// queries are in api_capture.cc.
 #include <unordered_map>
 #include <utility>
 
@@ -22,9 +21,6 @@ uint64_t PerThreadStreamId(CUctx_st* ctx) {
   }
   return id;
 }
-
-// The thread's stream capture interaction mode (cuThreadExchangeStreamCaptureMode).
-thread_local CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 }  // namespace
 
@@ -55,51 +51,6 @@ Code StreamGetCtx_v2(const StreamRef& hStream, CUcontext* pCtx, CUgreenCtx* pGre
 
 Code StreamGetDevice(const StreamRef& hStream, CUdevice* device) {
   *device = hStream.ctx->device;
-  return Code::kOk;
-}
-
-Code StreamIsCapturing(const StreamRef& hStream, CUstreamCaptureStatus* captureStatus) {
-  *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
-  return Code::kOk;
-}
-
-// Not capturing: the other outputs carry no information (CUDA defines them only for an active
-// capture); they are cleared so that a caller reading them anyway sees nothing.
-Code StreamGetCaptureInfo_v3(const StreamRef& hStream, CUstreamCaptureStatus* captureStatus_out,
-                             cuuint64_t* id_out, CUgraph* graph_out,
-                             const CUgraphNode** dependencies_out,
-                             const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
-  if (edgeData_out != nullptr && dependencies_out == nullptr) return Code::kInvalidValue;
-  *captureStatus_out = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (id_out != nullptr) *id_out = 0;
-  if (graph_out != nullptr) *graph_out = nullptr;
-  if (dependencies_out != nullptr) *dependencies_out = nullptr;
-  if (edgeData_out != nullptr) *edgeData_out = nullptr;
-  if (numDependencies_out != nullptr) *numDependencies_out = 0;
-  return Code::kOk;
-}
-
-Code StreamGetCaptureInfo_v2(const StreamRef& hStream, CUstreamCaptureStatus* captureStatus_out,
-                             cuuint64_t* id_out, CUgraph* graph_out,
-                             const CUgraphNode** dependencies_out, size_t* numDependencies_out) {
-  return StreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
-                                 nullptr, numDependencies_out);
-}
-
-Code StreamGetCaptureInfo(const StreamRef& hStream, CUstreamCaptureStatus* captureStatus_out,
-                          cuuint64_t* id_out) {
-  return StreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, nullptr, nullptr, nullptr,
-                                 nullptr);
-}
-
-// The mode only says which calls a capture in progress forbids; with no capture it changes
-// nothing else, but it is kept per thread and exchanged as CUDA documents.
-Code ThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
-  if (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-      *mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-    return Code::kInvalidValue;
-  }
-  std::swap(*mode, capture_mode);
   return Code::kOk;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "common/status.h"
 #include "guest/cuda/state.h"
@@ -20,6 +21,13 @@ Code PostLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsi
                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                 unsigned int sharedMemBytes, const StreamRef& stream, void** kernelParams,
                 void** extra, bool cooperative);
+
+// PostLaunch's checks and packing without the post: the parameters of a launch of `f` in
+// `ctx` (graph kernel nodes, api_graph.cc).
+Code PackLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                unsigned int sharedMemBytes, CUctx_st* ctx, void** kernelParams, void** extra,
+                bool cooperative, std::vector<uint8_t>* packed);
 
 // Whether `blocks` blocks of `block_threads` threads with `dynamic_shared` bytes can all be
 // resident on f's device at once: at most cuOccupancyMaxActiveBlocksPerMultiprocessor times

@@ -144,13 +144,13 @@ TEST_F(LibcudaTest, TracesEveryCallWithItsResult) {
 // An unimplemented function warns once; every call is traced.
 TEST_F(LibcudaTest, StubsWarnOnce) {
   using OneArg = CUresult (*)(void*);
-  auto stub = reinterpret_cast<OneArg>(Sym("cuGraphDestroy"));
+  auto stub = reinterpret_cast<OneArg>(Sym("cuGraphicsUnregisterResource"));
   ASSERT_NE(stub, nullptr);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(stub(nullptr), CUDA_ERROR_NOT_SUPPORTED);
-  const std::vector<std::string> warnings = LogLines("cuGraphDestroy is not supported");
+  const std::vector<std::string> warnings = LogLines("cuGraphicsUnregisterResource is not supported");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find(" W] "), std::string::npos) << warnings[0];
-  EXPECT_EQ(LogLines("cuGraphDestroy() -> CUDA_ERROR_NOT_SUPPORTED").size(), 3u);
+  EXPECT_EQ(LogLines("cuGraphicsUnregisterResource() -> CUDA_ERROR_NOT_SUPPORTED").size(), 3u);
 }
 
 // Guests in containers may have no OpenSSL: loading the library must not pull it in (TLS loads
@@ -210,8 +210,8 @@ TEST_F(LibcudaTest, ExportsVersionedLegacyAndPerThreadNames) {
 
 TEST_F(LibcudaTest, UnimplementedFunctionsReturnNotSupported) {
   using TwoArgs = CUresult (*)(void*, unsigned int);
-  for (const char* name : {"cuGraphCreate", "cuMemAlloc", "cuModuleGetGlobal", "cuArrayCreate_v2",
-                           "cuGraphLaunch_ptsz"}) {
+  for (const char* name : {"cuGraphAddMemAllocNode", "cuMemAlloc", "cuModuleGetGlobal",
+                           "cuArrayCreate_v2", "cuSignalExternalSemaphoresAsync_ptsz"}) {
     auto fn = reinterpret_cast<TwoArgs>(Sym(name));
     ASSERT_NE(fn, nullptr) << name;
     void* out[4] = {};

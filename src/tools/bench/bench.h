@@ -49,6 +49,8 @@ StatusOr<BenchReport> RunBandwidth(const BenchOptions& options);
 StatusOr<BenchReport> RunNbody(const BenchOptions& options);
 StatusOr<BenchReport> RunMatmul(const BenchOptions& options);
 StatusOr<BenchReport> RunContention(const BenchOptions& options);
+// Graphs (graph.cc, docs/graphs.md).
+StatusOr<BenchReport> RunGraph(const BenchOptions& options);
 
 // Facts about this machine that every report carries, since the ratios depend on them.
 nlohmann::ordered_json MachineJson();

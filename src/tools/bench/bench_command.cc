@@ -37,7 +37,9 @@ constexpr char kDescription[] =
     "  nbody      the CUDA samples' nbody -benchmark: all-pairs gravity, GFLOP/s at 20 flops\n"
     "             per interaction, next to plain C++ on one core and on all cores\n"
     "  matmul     the WSL article's script: sum(A * A^T) for a random NxN matrix A, printed\n"
-    "             with shape, device and time for --device gpu and cpu\n";
+    "             with shape, device and time for --device gpu and cpu\n"
+    "  graph      a graph of 1, 10 and 100 empty kernels launched as one message, against\n"
+    "             the same kernels launched one by one through the channel and in-process\n";
 
 // CPU model name from /proc/cpuinfo, for the reports' machine facts.
 std::string CpuModel() {
@@ -120,6 +122,8 @@ int RunBench(const bench::BenchOptions& options) {
     report = bench::RunMatmul(options);
   } else if (options.name == "contention") {
     report = bench::RunContention(options);
+  } else if (options.name == "graph") {
+    report = bench::RunGraph(options);
   }
   if (!report.ok()) {
     PrintError("bench " + options.name + ": " + report.status().message());
@@ -166,9 +170,10 @@ Subcommand RegisterBenchCommand(CLI::App& app) {
   auto options = std::make_shared<bench::BenchOptions>();
   CLI::App* command = app.add_subcommand("bench", "Measure pvgpu against the in-process adapter");
   command->formatter(std::make_shared<BenchFormatter>());
-  command->add_option("NAME", options->name, "latency, bandwidth, nbody, matmul or contention")
+  command->add_option("NAME", options->name,
+                      "latency, bandwidth, nbody, matmul, contention or graph")
       ->required()
-      ->check(CLI::IsMember({"latency", "bandwidth", "nbody", "matmul", "contention"}));
+      ->check(CLI::IsMember({"latency", "bandwidth", "nbody", "matmul", "contention", "graph"}));
   command->add_flag("--json", options->json, "Print JSON instead of the table");
   command->add_option("--plot", options->plot, "Write a chart of the results (SVG) to FILE")
       ->type_name("FILE");

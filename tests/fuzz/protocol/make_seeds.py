@@ -69,6 +69,13 @@ def request(name, payload=b"", flags=0, **fields):
     return struct.pack("<IIQ", msg["id"], flags, 0) + bytes(body) + payload
 
 
+def entry(name, payload=b"", **fields):
+    """One entry of a GraphExecCreate payload (host/session_graph.cc): op, size, the request's
+    fixed part and payload, padded to 8 bytes."""
+    body = request(name, payload, **fields)[16:]  # without the message header
+    return struct.pack("<II", MESSAGES[name]["id"], len(body)) + body + b"\0" * (-len(body) % 8)
+
+
 def seed(mode, *messages):
     out = bytes([mode])
     for m in messages:
@@ -285,6 +292,38 @@ def main():
                                       request("StreamWaitValue", ctx=16, address=base, value=1,
                                               width=4, condition=1),
                                       request("Goodbye")),
+        # Graphs (docs/graphs.md): device work kept by the host and launched as one message.
+        "graph": seed(1, hello, ctx, alloc, alloc,
+                      request("ModuleLoad", PTX + b"\0", ctx=16, module=5, image_kind=1,
+                              log_limit=1024),
+                      request("EventCreate", ctx=16, event=8),
+                      request("GraphExecCreate",
+                              entry("Memset", ctx=16, dst=base, pitch=64, value=7,
+                                    element_size=4, width=16, height=1)
+                              + entry("LaunchKernel", struct.pack("<QQII", base, base, 3, 4),
+                                      ctx=16, module=5, kernel=0, grid=[1, 1, 1],
+                                      block=[32, 1, 1])
+                              + entry("MemcpyDtoD", ctx=16, dst=base + 4096, src=base, size=64)
+                              + entry("EventRecord", ctx=16, event=8),
+                              ctx=16, exec=40, count=4),
+                      request("GraphExecLaunch", ctx=16, exec=40),
+                      request("GraphExecLaunch", flags=2, ctx=16, exec=40),
+                      request("MemcpyDtoH", ctx=16, src=base + 4096, size=64),
+                      request("GraphExecDestroy", ctx=16, exec=40),
+                      request("CtxSynchronize", ctx=16)),
+        # What a graph may not hold: a graph message, another context's work, a stray range
+        # (an error when it runs, not a violation).
+        "graph_abuse": seed(1, hello, ctx, alloc,
+                            request("GraphExecCreate",
+                                    entry("MemcpyDtoD", ctx=16, dst=2**63, src=base, size=64),
+                                    ctx=16, exec=41, count=1),
+                            request("GraphExecLaunch", flags=2, ctx=16, exec=41),
+                            request("GraphExecCreate",
+                                    entry("GraphExecLaunch", ctx=16, exec=41),
+                                    ctx=16, exec=42, count=1),
+                            request("GraphExecCreate",
+                                    entry("MemcpyDtoD", ctx=17, dst=base, src=base, size=4),
+                                    ctx=16, exec=43, count=1)),
     }
     for name, data in seeds.items():
         with open(os.path.join(HERE, name + ".bin"), "wb") as f:
