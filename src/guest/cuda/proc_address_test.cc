@@ -211,7 +211,7 @@ TEST_F(LibcudaTest, ExportsVersionedLegacyAndPerThreadNames) {
 TEST_F(LibcudaTest, UnimplementedFunctionsReturnNotSupported) {
   using TwoArgs = CUresult (*)(void*, unsigned int);
   for (const char* name : {"cuGraphAddMemAllocNode", "cuMemAlloc", "cuModuleGetGlobal",
-                           "cuArrayCreate_v2", "cuSignalExternalSemaphoresAsync_ptsz"}) {
+                           "cuTexRefCreate", "cuSignalExternalSemaphoresAsync_ptsz"}) {
     auto fn = reinterpret_cast<TwoArgs>(Sym(name));
     ASSERT_NE(fn, nullptr) << name;
     void* out[4] = {};
