@@ -103,6 +103,15 @@ struct ModuleImage {
   }
 };
 
+// Physical memory of virtual memory management (cuMemCreate, docs/memory.md): pages with no
+// address of their own until Context::MapPhysical places them in a reservation. Its bytes count
+// as the context's used memory from creation until the object and every mapping of it are gone.
+class PhysicalMemory {
+ public:
+  virtual ~PhysicalMemory() = default;
+  virtual uint64_t size() const = 0;
+};
+
 // One guest context on this adapter: its own address space and modules.
 class Context {
  public:
@@ -187,6 +196,57 @@ class Context {
     return Error(Code::kNotSupported, "this adapter has no texture objects");
   }
   virtual void DestroyTexture(uint64_t handle) { (void)handle; }
+
+  // Virtual memory management (docs/memory.md). The session keeps the reservations, mappings
+  // and access of its contexts and checks every request against them before it calls these:
+  // ranges are multiples of `granularity` bytes, lie inside a reservation of this context, and
+  // a mapping covers unmapped addresses of one reservation with a part of one PhysicalMemory.
+  // A mapped range becomes addressable by kernels and copies only once SetAccess made it so; a
+  // run of adjacent accessible mappings of one reservation behaves as one buffer. The defaults
+  // describe an adapter without it.
+  virtual uint64_t granularity() const { return 0; }
+  virtual StatusOr<std::unique_ptr<PhysicalMemory>> CreatePhysical(uint64_t size) {
+    (void)size;
+    return Error(Code::kNotSupported, "this adapter has no virtual memory management");
+  }
+  // A range of `size` device addresses aligned to `alignment` (a power of two, at least the
+  // granularity), backed by nothing.
+  virtual StatusOr<uint64_t> ReserveAddress(uint64_t size, uint64_t alignment) {
+    (void)size;
+    (void)alignment;
+    return Error(Code::kNotSupported, "this adapter has no virtual memory management");
+  }
+  // Gives a reservation back; the session has unmapped all of it first.
+  virtual Status FreeAddress(uint64_t base, uint64_t size) {
+    (void)base;
+    (void)size;
+    return Error(Code::kNotSupported, "this adapter has no virtual memory management");
+  }
+  // Backs [address, address + size) of a reservation with [offset, offset + size) of
+  // `memory`, which must stay alive until the range is unmapped.
+  virtual Status MapPhysical(uint64_t address, uint64_t size, PhysicalMemory& memory,
+                             uint64_t offset) {
+    (void)address;
+    (void)size;
+    (void)memory;
+    (void)offset;
+    return Error(Code::kNotSupported, "this adapter has no virtual memory management");
+  }
+  // Undoes whole mappings covering exactly [address, address + size); their access goes too.
+  // Work submitted earlier that uses the range has completed when it returns.
+  virtual Status UnmapPhysical(uint64_t address, uint64_t size) {
+    (void)address;
+    (void)size;
+    return Error(Code::kNotSupported, "this adapter has no virtual memory management");
+  }
+  // Makes one whole mapping [address, address + size) addressable (read-write) by this
+  // context's kernels and copies, or not.
+  virtual Status SetAccess(uint64_t address, uint64_t size, bool accessible) {
+    (void)address;
+    (void)size;
+    (void)accessible;
+    return Error(Code::kNotSupported, "this adapter has no virtual memory management");
+  }
 
   // Bytes of device memory this context holds (allocations and module globals).
   virtual uint64_t used_bytes() const = 0;

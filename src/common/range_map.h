@@ -43,6 +43,29 @@ class RangeMap {
   const_iterator Find(uint64_t address, uint64_t size = 1) const {
     return FindIn(ranges_, address, size);
   }
+  // The first of a run of adjacent ranges ([b0, b1), [b1, b2), ...) that together hold all of
+  // [address, address + size), each neighbour pair accepted by `joined(const Value&, const
+  // Value&)`; end() when there is none. One range holding it all is a run of one. For ranges
+  // that behave as one buffer when they touch (mappings of one reservation).
+  template <typename Joined>
+  const_iterator FindRun(uint64_t address, uint64_t size, Joined joined) const {
+    if (size == 0) size = 1;
+    if (address + size < address) return end();
+    const_iterator first = Find(address);
+    if (first == end()) return end();
+    const_iterator it = first;
+    uint64_t covered = it->first + it->second.size;
+    while (covered < address + size) {
+      const_iterator next = std::next(it);
+      if (next == end() || next->first != covered || !joined(it->second.value, next->second.value)) {
+        return end();
+      }
+      covered += next->second.size;
+      it = next;
+    }
+    return first;
+  }
+
   // The range starting exactly at `base`, or end().
   iterator FindBase(uint64_t base) { return ranges_.find(base); }
   const_iterator FindBase(uint64_t base) const { return ranges_.find(base); }

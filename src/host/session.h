@@ -128,6 +128,14 @@ class Session {
   TextureObject* Find(protocol::HandleTag<protocol::HandleKind::kTexture>, uint64_t id,
                       ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kArray>, uint64_t id, ContextState& ctx);
+  // Virtual memory management (session_vmm.cc).
+  Reservation* Find(protocol::HandleTag<protocol::HandleKind::kReservation>, uint64_t id,
+                    ContextState& ctx);
+  std::shared_ptr<PhysicalState>* Find(protocol::HandleTag<protocol::HandleKind::kPhysical>,
+                                       uint64_t id, ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kReservation>, uint64_t id,
+             ContextState& ctx);
+  bool Fresh(protocol::HandleTag<protocol::HandleKind::kPhysical>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kTexture>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kContext>, uint64_t id) const;
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kRegion>, uint64_t id) const;
@@ -215,6 +223,16 @@ class Session {
   Outcome Execute(const protocol::TexObjectCreateRequest&, Span, ContextState&,
                   std::shared_ptr<ArrayState>*);
   Outcome Execute(const protocol::TexObjectDestroyRequest&, Span, ContextState&, TextureObject&);
+  // Virtual memory management (session_vmm.cc).
+  Outcome Execute(const protocol::VmmReserveRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::VmmFreeRequest&, Span, ContextState&, Reservation&);
+  Outcome Execute(const protocol::VmmCreateRequest&, Span, ContextState&);
+  Outcome Execute(const protocol::VmmReleaseRequest&, Span, ContextState&,
+                  std::shared_ptr<PhysicalState>&);
+  Outcome Execute(const protocol::VmmMapRequest&, Span, ContextState&, Reservation&,
+                  std::shared_ptr<PhysicalState>&);
+  Outcome Execute(const protocol::VmmUnmapRequest&, Span, ContextState&, Reservation&);
+  Outcome Execute(const protocol::VmmSetAccessRequest&, Span, ContextState&, Reservation&);
 
   // Stream-ordered memory, virtual memory, stream memory operations (docs/memory.md);
   // session_memops.cc.

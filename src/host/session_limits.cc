@@ -18,6 +18,8 @@ constexpr Named kLimits[] = {
     {"arrays", &SessionLimits::arrays},     {"textures", &SessionLimits::textures},
     // Graphs (session_graph.cc).
     {"graph_execs", &SessionLimits::graph_execs}, {"graph_nodes", &SessionLimits::graph_nodes},
+    // Virtual memory management (session_vmm.cc).
+    {"reservations", &SessionLimits::reservations}, {"physicals", &SessionLimits::physicals},
 };
 
 }  // namespace

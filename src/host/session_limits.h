@@ -43,6 +43,10 @@ struct SessionLimits {
   // message's bytes, at most a few KiB: the default bounds them to a few hundred MiB).
   uint64_t graph_execs = 4096;
   uint64_t graph_nodes = 1u << 18;
+  // Virtual memory management (host/session_vmm.cc, docs/memory.md): address reservations and
+  // physical allocations; each mapping is also one of `allocations`.
+  uint64_t reservations = 4096;
+  uint64_t physicals = 65536;
 };
 
 // "streams=256,events=1024": sets the named limits, leaving the others as they are. Each value

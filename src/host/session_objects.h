@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -32,11 +33,15 @@ struct SessionBudgets {
         arrays(limits.arrays),
         textures(limits.textures),
         graph_execs(limits.graph_execs),
-        graph_nodes(limits.graph_nodes) {}
+        graph_nodes(limits.graph_nodes),
+        reservations(limits.reservations),
+        physicals(limits.physicals) {}
   ObjectBudget contexts, modules, streams, events, regions, allocations, uploads;
   ObjectBudget arrays, textures;
   // Graphs (session_graph.cc): host-side pieces of instantiated graphs, and their nodes.
   ObjectBudget graph_execs, graph_nodes;
+  // Virtual memory management (session_vmm.cc).
+  ObjectBudget reservations, physicals;
 };
 
 // A module image arriving in chunks (session_upload.cc): the bytes so far, in order, of an
@@ -126,6 +131,47 @@ struct GraphExec {
   const std::vector<Entry> entries;
 };
 
+// Virtual memory management (session_vmm.cc, docs/memory.md). Physical memory lives while the
+// guest holds it or a mapping uses it (each holds a reference).
+struct PhysicalState {
+  explicit PhysicalState(std::unique_ptr<adapters::PhysicalMemory> impl) : impl(std::move(impl)) {}
+  const std::unique_ptr<adapters::PhysicalMemory> impl;
+};
+
+// A range of device addresses the guest reserved, and what is mapped into it. Destroying it
+// (with its context, or VmmFree) unmaps everything and gives the addresses back.
+class Reservation {
+ public:
+  struct Mapping {
+    std::shared_ptr<PhysicalState> physical;
+    uint64_t offset;
+    bool accessible;
+  };
+  Reservation(adapters::Context& impl, ObjectBudget& allocations, uint64_t base, uint64_t size)
+      : impl_(impl), allocations_(allocations), base(base), size(size) {}
+  ~Reservation();
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+
+  // Whether [address, address + length) lies inside the reservation.
+  bool Holds(uint64_t address, uint64_t length) const {
+    return address >= base && address - base <= size && length <= size - (address - base);
+  }
+  // Whether [address, address + length) is exactly a run of whole adjacent mappings; `each`
+  // (if given) receives every one of them: its address, size and record.
+  bool WholeMappings(uint64_t address, uint64_t length,
+                     const std::function<void(uint64_t, uint64_t, Mapping&)>& each = {});
+
+ private:
+  adapters::Context& impl_;  // outlives every reservation of its context (ContextState's order)
+  ObjectBudget& allocations_;
+
+ public:
+  const uint64_t base;
+  const uint64_t size;
+  RangeMap<Mapping> mappings;  // each one counted in `allocations_`
+};
+
 // One guest context on an adapter, and the objects that live in it.
 class ContextState {
  public:
@@ -139,11 +185,16 @@ class ContextState {
   // The device ranges the guest may name in this context: its allocations, the globals of its
   // modules and the regions mapped into it. False, adding nothing, when the session's budget
   // of allocations is spent.
-  bool AddAllocation(uint64_t base, uint64_t size, bool module_owned);
+  // `reservation` (nonzero) marks an accessible mapping of virtual memory: adjacent ones of the
+  // same reservation count as one range.
+  bool AddAllocation(uint64_t base, uint64_t size, bool module_owned, uint64_t reservation = 0);
   void EraseAllocation(uint64_t base);
   // Whether [address, address + size) lies inside one of them.
   bool InAllocation(uint64_t address, uint64_t size) const {
-    return allocations_.Contains(address, size);
+    return allocations_.Contains(address, size) ||
+           allocations_.FindRun(address, size, [](const Allocation& a, const Allocation& b) {
+             return a.reservation != 0 && a.reservation == b.reservation;
+           }) != allocations_.end();
   }
   // Whether `base` starts an allocation cuMemFree may free (not a global, not a mapping).
   bool FreeableAt(uint64_t base) const;
@@ -159,10 +210,14 @@ class ContextState {
   // Declared after impl: they go first, arrays freeing their memory in it.
   HandleStore<std::shared_ptr<ArrayState>> arrays;
   HandleStore<TextureObject> textures;
+  // Virtual memory management (session_vmm.cc); after impl, like arrays.
+  HandleStore<std::shared_ptr<PhysicalState>> physicals;
+  HandleStore<Reservation> reservations;  // after physicals: its mappings hold references
 
  private:
   struct Allocation {
     bool module_owned;  // a module's global or a mapped region: not freed by cuMemFree
+    uint64_t reservation;  // nonzero: an accessible mapping of that reservation
   };
   ObjectBudget& allocation_budget_;
   RangeMap<Allocation> allocations_;

@@ -24,19 +24,6 @@ int main(void) {
   int supported = 0;
   CHECK(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device));
   EXPECT_TRUE(supported == 1);
-  int vmm = -1;
-  CHECK(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-                             device));
-  EXPECT_TRUE(vmm == 0);  /* and the calls say so */
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof(prop));
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  size_t granularity = 0;
-  EXPECT_RESULT(CUDA_ERROR_NOT_SUPPORTED,
-                cuMemGetAllocationGranularity(&granularity, &prop,
-                                              CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-
   CUcontext context;
   CHECK(cuCtxCreate(&context, NULL, 0, device));
   char* ptx = ReadPtx("saxpy");

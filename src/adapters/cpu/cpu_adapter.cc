@@ -1,6 +1,11 @@
 #include "adapters/cpu/cpu_adapter.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 
@@ -64,6 +69,37 @@ StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(const ModuleImage& 
                "the cpu adapter runs PTX only; a cubin holds machine code for one NVIDIA GPU "
                "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)");
 }
+
+// Physical memory of virtual memory management: a memfd of its size, whose pages MapPhysical
+// places in reservations (DeviceMemory::Map). A mapping keeps the pages alive after the fd is
+// closed, as CUDA keeps released physical memory while it is mapped; the session keeps this
+// object (and the bytes counted) until both are gone.
+class CpuPhysical final : public PhysicalMemory {
+ public:
+  CpuPhysical(int fd, uint64_t size, DeviceMemory* memory, CpuAdapter* adapter)
+      : fd_(fd), size_(size), memory_(memory), adapter_(adapter) {
+    memory_->AddPhysical(static_cast<int64_t>(size_));
+    adapter_->AddUsed(static_cast<int64_t>(size_));
+  }
+  ~CpuPhysical() override {
+    close(fd_);
+    memory_->AddPhysical(-static_cast<int64_t>(size_));
+    adapter_->AddUsed(-static_cast<int64_t>(size_));
+  }
+  CpuPhysical(const CpuPhysical&) = delete;
+  CpuPhysical& operator=(const CpuPhysical&) = delete;
+  uint64_t size() const override { return size_; }
+  int fd() const { return fd_; }
+
+ private:
+  const int fd_;
+  const uint64_t size_;
+  DeviceMemory* const memory_;
+  CpuAdapter* const adapter_;
+};
+
+// CUDA's granularity on NVIDIA GPUs, minimum and recommended alike.
+constexpr uint64_t kVmmGranularity = 2u << 20;
 
 class CpuContext final : public Context {
  public:
@@ -247,6 +283,34 @@ class CpuContext final : public Context {
           .load(std::memory_order_acquire);
     };
     return PollValue(read, satisfied, cancel_);
+  }
+
+  uint64_t granularity() const override { return kVmmGranularity; }
+  StatusOr<std::unique_ptr<PhysicalMemory>> CreatePhysical(uint64_t size) override {
+    const int fd = memfd_create("pvgpu-physical", MFD_CLOEXEC);
+    if (fd < 0) return Error(Code::kOutOfMemory, std::string("memfd_create: ") + strerror(errno));
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      const int error = errno;
+      close(fd);
+      return Error(Code::kOutOfMemory, std::string("sizing physical memory: ") + strerror(error));
+    }
+    return std::unique_ptr<PhysicalMemory>(
+        std::make_unique<CpuPhysical>(fd, size, &memory_, adapter_));
+  }
+  StatusOr<uint64_t> ReserveAddress(uint64_t size, uint64_t alignment) override {
+    return memory_.Reserve(size, std::max(alignment, kVmmGranularity));
+  }
+  Status FreeAddress(uint64_t base, uint64_t) override { return memory_.Unreserve(base); }
+  Status MapPhysical(uint64_t address, uint64_t size, PhysicalMemory& memory,
+                     uint64_t offset) override {
+    return memory_.Map(address, size, static_cast<CpuPhysical&>(memory).fd(), offset);
+  }
+  // Kernels run to completion inside Launch: nothing that uses the range is still running.
+  Status UnmapPhysical(uint64_t address, uint64_t size) override {
+    return memory_.Unmap(address, size);
+  }
+  Status SetAccess(uint64_t address, uint64_t size, bool accessible) override {
+    return memory_.SetAccess(address, size, accessible);
   }
 
   void Cancel() override { cancel_.store(true); }

@@ -2,8 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace pvgpu::adapters::cpu {
 namespace {
@@ -16,23 +19,23 @@ uint64_t RoundUp(uint64_t value, uint64_t align) { return (value + align - 1) / 
 
 }  // namespace
 
-uint64_t AddressRange::Reserve(uint64_t size) {
+uint64_t AddressRange::Reserve(uint64_t size, uint64_t alignment) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (size > end_ - base_ || alignment > end_ - base_) return 0;
   const uint64_t span = RoundUp(size, kAlignment) + kGuardBytes;
-  if (span < size) return 0;  // overflow
-  if (end_ - next_ >= span) {
-    const uint64_t address = next_;
-    next_ += span;
-    live_[address] = span;
-    return address;
+  const uint64_t start = RoundUp(next_, alignment);
+  if (start <= end_ && end_ - start >= span) {
+    next_ = start + span;
+    live_[start] = span;
+    return start;
   }
   // The window is used up once: fall back to the first gap between live ranges.
-  uint64_t candidate = base_;
-  for (const auto& [start, reserved] : live_) {
-    if (start - candidate >= span) break;
-    candidate = start + reserved;
+  uint64_t candidate = RoundUp(base_, alignment);
+  for (const auto& [begin, reserved] : live_) {
+    if (begin >= candidate && begin - candidate >= span) break;
+    if (begin + reserved > candidate) candidate = RoundUp(begin + reserved, alignment);
   }
-  if (end_ - candidate < span) return 0;
+  if (candidate > end_ || end_ - candidate < span) return 0;
   live_[candidate] = span;
   return candidate;
 }
@@ -47,6 +50,10 @@ DeviceMemory::~DeviceMemory() {
     Release(entry.value, entry.size);
     if (!entry.value.placed) range_->Release(address);
   }
+  for (const auto& [address, entry] : reservations_) {
+    munmap(entry.value.host, entry.value.size);
+    range_->Release(address);
+  }
 }
 
 void DeviceMemory::Release(const Block& block, uint64_t size) {
@@ -60,7 +67,7 @@ void DeviceMemory::Release(const Block& block, uint64_t size) {
 
 StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size) {
   if (size == 0) return Error(Code::kInvalidValue, "allocation of 0 bytes");
-  Block block{nullptr, size >= kMapThreshold, false};
+  Block block{nullptr, size >= kMapThreshold, false, false};
   if (block.mapped) {
     void* p = mmap(nullptr, RoundUp(size, 4096), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -127,6 +134,106 @@ Status DeviceMemory::Free(uint64_t address) {
   return Status::Ok();
 }
 
+StatusOr<uint64_t> DeviceMemory::Reserve(uint64_t size, uint64_t alignment) {
+  if (size == 0 || size % 4096 != 0 || alignment < kAlignment || (alignment & (alignment - 1))) {
+    return Error(Code::kInvalidValue, "reservation size or alignment not usable");
+  }
+  void* host = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (host == MAP_FAILED) return Error(Code::kOutOfMemory, "host address space exhausted");
+  const uint64_t address = range_->Reserve(size, alignment);
+  std::unique_lock lock(mutex_);
+  if (address == 0 ||
+      !reservations_.Insert(address, size, Reservation{static_cast<uint8_t*>(host), size})) {
+    lock.unlock();
+    munmap(host, size);
+    if (address != 0) range_->Release(address);
+    return Error(Code::kOutOfMemory, "device address space exhausted");
+  }
+  return address;
+}
+
+Status DeviceMemory::Unreserve(uint64_t base) {
+  std::unique_lock lock(mutex_);
+  auto it = reservations_.FindBase(base);
+  if (it == reservations_.end()) return Error(Code::kInvalidValue, "not a reservation");
+  const Reservation reservation = it->second.value;
+  for (const auto& [address, entry] : blocks_) {
+    if (entry.value.reservation == base) {
+      return Error(Code::kInvalidValue, "reservation still has accessible mappings");
+    }
+  }
+  reservations_.erase(it);
+  lock.unlock();
+  munmap(reservation.host, reservation.size);
+  range_->Release(base);
+  return Status::Ok();
+}
+
+const DeviceMemory::Reservation* DeviceMemory::ReservationOf(uint64_t address, uint64_t size,
+                                                             uint64_t* base) const {
+  auto it = reservations_.Find(address, size);
+  if (it == reservations_.end()) return nullptr;
+  *base = it->first;
+  return &it->second.value;
+}
+
+Status DeviceMemory::Map(uint64_t address, uint64_t size, int fd, uint64_t offset) {
+  std::unique_lock lock(mutex_);
+  uint64_t base = 0;
+  const Reservation* reservation = ReservationOf(address, size, &base);
+  if (reservation == nullptr) return Error(Code::kInvalidValue, "mapping outside a reservation");
+  void* target = reservation->host + (address - base);
+  void* p = mmap(target, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                 static_cast<off_t>(offset));
+  if (p == MAP_FAILED) {
+    return Error(Code::kOutOfMemory, std::string("mapping physical memory: ") + strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status DeviceMemory::Unmap(uint64_t address, uint64_t size) {
+  std::unique_lock lock(mutex_);
+  uint64_t base = 0;
+  const Reservation* reservation = ReservationOf(address, size, &base);
+  if (reservation == nullptr) return Error(Code::kInvalidValue, "unmapping outside a reservation");
+  for (auto it = blocks_.begin(); it != blocks_.end();) {
+    const bool inside = it->first >= address && it->first - address < size;
+    it = inside && it->second.value.reservation == base ? blocks_.erase(it) : std::next(it);
+  }
+  // The pages go back to PROT_NONE reserved addresses; the memfd keeps its own until released.
+  void* target = reservation->host + (address - base);
+  if (mmap(target, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+           0) == MAP_FAILED) {
+    return Error(Code::kOutOfMemory, std::string("unmapping physical memory: ") + strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status DeviceMemory::SetAccess(uint64_t address, uint64_t size, bool accessible) {
+  std::unique_lock lock(mutex_);
+  uint64_t base = 0;
+  const Reservation* reservation = ReservationOf(address, size, &base);
+  if (reservation == nullptr) return Error(Code::kInvalidValue, "access outside a reservation");
+  auto it = blocks_.FindBase(address);
+  if (!accessible) {
+    if (it != blocks_.end() && it->second.value.reservation == base) blocks_.erase(it);
+    return Status::Ok();
+  }
+  if (it != blocks_.end() && it->second.size == size && it->second.value.reservation == base) {
+    return Status::Ok();  // accessible already
+  }
+  Block block{reservation->host + (address - base), false, true, true, base};
+  if (!blocks_.Insert(address, size, block)) {
+    return Error(Code::kInvalidValue, "access range overlaps another mapping's");
+  }
+  return Status::Ok();
+}
+
+void DeviceMemory::AddPhysical(int64_t delta) {
+  std::unique_lock lock(mutex_);
+  used_ += static_cast<uint64_t>(delta);
+}
+
 uint8_t* DeviceMemory::Translate(uint64_t address, uint64_t size) {
   Range range;
   return Lookup(address, size, &range) ? range.host + (address - range.base) : nullptr;
@@ -135,8 +242,23 @@ uint8_t* DeviceMemory::Translate(uint64_t address, uint64_t size) {
 bool DeviceMemory::Lookup(uint64_t address, uint64_t size, Range* out) {
   std::shared_lock lock(mutex_);
   auto it = blocks_.Find(address, size);
-  if (it == blocks_.end()) return false;
-  *out = Range{it->first, it->second.size, it->second.value.data};
+  if (it != blocks_.end()) {
+    *out = Range{it->first, it->second.size, it->second.value.data};
+    return true;
+  }
+  // A range across accessible mappings of one reservation: adjacent in device addresses and so
+  // in host memory (see Reserve), they are one buffer.
+  auto first = std::as_const(blocks_).FindRun(address, size, [](const Block& a, const Block& b) {
+    return a.reservation != 0 && a.reservation == b.reservation;
+  });
+  if (first == blocks_.end()) return false;
+  uint64_t end = first->first;
+  for (auto it = first; it != blocks_.end() && it->first == end &&
+                        it->second.value.reservation == first->second.value.reservation;
+       ++it) {
+    end += it->second.size;
+  }
+  *out = Range{first->first, end - first->first, first->second.value.data};
   return true;
 }
 

@@ -25,8 +25,9 @@ class AddressRange {
   bool Overlaps(uint64_t address, uint64_t size) const {
     return address < end_ && address + size > base_;
   }
-  // Returns a free range start for `size` bytes, or 0 when the window is exhausted.
-  uint64_t Reserve(uint64_t size);
+  // Returns a free range start for `size` bytes aligned to `alignment` (a power of two, at
+  // least 512), or 0 when the window is exhausted.
+  uint64_t Reserve(uint64_t size, uint64_t alignment = 512);
   void Release(uint64_t address);
 
  private:
@@ -47,6 +48,19 @@ class DeviceMemory final : public ptx::AddressSpace {
   // The same at device address `address` chosen by the caller (managed memory, at the guest's
   // own address); kInvalidValue when it overlaps a block or the adapter's address window.
   Status AddExternalAt(uint64_t address, uint8_t* data, uint64_t size);
+  // Virtual memory management (adapters::Context's ReserveAddress ... SetAccess, whose checks
+  // the session has made). A reservation is one host range of PROT_NONE pages at the same
+  // offsets as its device addresses; mapping physical memory (a memfd) places its pages there
+  // with MAP_FIXED, so adjacent mappings of one reservation are contiguous host memory too, and
+  // an accessible mapping is a block that Lookup joins with its accessible neighbours.
+  StatusOr<uint64_t> Reserve(uint64_t size, uint64_t alignment);
+  Status Unreserve(uint64_t base);
+  Status Map(uint64_t address, uint64_t size, int fd, uint64_t offset);
+  Status Unmap(uint64_t address, uint64_t size);
+  Status SetAccess(uint64_t address, uint64_t size, bool accessible);
+  // Physical memory counted as used (created and not yet destroyed).
+  void AddPhysical(int64_t delta);
+
   uint8_t* Translate(uint64_t address, uint64_t size) override;
   bool Lookup(uint64_t address, uint64_t size, Range* out) override;
   uint64_t used_bytes() const;
@@ -57,12 +71,20 @@ class DeviceMemory final : public ptx::AddressSpace {
     bool mapped;    // mmap'd (large) rather than heap-allocated
     bool external;  // owned by someone else: never released here
     bool placed;    // at a caller's address, not one of range_'s
+    uint64_t reservation = 0;  // a mapping's reservation: joined with its neighbours there
   };
+  struct Reservation {
+    uint8_t* host;
+    uint64_t size;
+  };
+  // The reservation holding [address, address + size), or nullptr.
+  const Reservation* ReservationOf(uint64_t address, uint64_t size, uint64_t* base) const;
   static void Release(const Block& block, uint64_t size);
 
   AddressRange* range_;
   mutable std::shared_mutex mutex_;
   RangeMap<Block> blocks_;
+  RangeMap<Reservation> reservations_;
   uint64_t used_ = 0;
 };
 

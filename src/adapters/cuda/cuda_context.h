@@ -47,6 +47,15 @@ class CudaContext final : public Context {
   // Texture objects over linear and pitched memory (cuda_texture.cc, docs/textures.md).
   StatusOr<uint64_t> CreateTexture(uint64_t handle, const texture::TextureSpec& spec) override;
   void DestroyTexture(uint64_t handle) override;
+  // Virtual memory management through the driver's own cuMem* calls (cuda_vmm.cc).
+  uint64_t granularity() const override;
+  StatusOr<std::unique_ptr<PhysicalMemory>> CreatePhysical(uint64_t size) override;
+  StatusOr<uint64_t> ReserveAddress(uint64_t size, uint64_t alignment) override;
+  Status FreeAddress(uint64_t base, uint64_t size) override;
+  Status MapPhysical(uint64_t address, uint64_t size, PhysicalMemory& memory,
+                     uint64_t offset) override;
+  Status UnmapPhysical(uint64_t address, uint64_t size) override;
+  Status SetAccess(uint64_t address, uint64_t size, bool accessible) override;
   void Cancel() override { cancelled_.store(true); }
   uint64_t used_bytes() const override { return used_.load(); }
 

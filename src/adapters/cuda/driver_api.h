@@ -84,7 +84,16 @@ namespace pvgpu::adapters::cuda {
   X(cuLaunchCooperativeKernel, PFN_cuLaunchCooperativeKernel_v9000, 9000,            \
     "cuLaunchCooperativeKernel")                                                     \
   X(cuTexObjectCreate, PFN_cuTexObjectCreate_v5000, 5000, "cuTexObjectCreate")       \
-  X(cuTexObjectDestroy, PFN_cuTexObjectDestroy_v5000, 5000, "cuTexObjectDestroy")
+  X(cuTexObjectDestroy, PFN_cuTexObjectDestroy_v5000, 5000, "cuTexObjectDestroy") \
+  X(cuMemGetAllocationGranularity, PFN_cuMemGetAllocationGranularity_v10020, 10020, \
+    "cuMemGetAllocationGranularity")                                                \
+  X(cuMemCreate, PFN_cuMemCreate_v10020, 10020, "cuMemCreate")                       \
+  X(cuMemRelease, PFN_cuMemRelease_v10020, 10020, "cuMemRelease")                    \
+  X(cuMemAddressReserve, PFN_cuMemAddressReserve_v10020, 10020, "cuMemAddressReserve") \
+  X(cuMemAddressFree, PFN_cuMemAddressFree_v10020, 10020, "cuMemAddressFree")        \
+  X(cuMemMap, PFN_cuMemMap_v10020, 10020, "cuMemMap")                                \
+  X(cuMemUnmap, PFN_cuMemUnmap_v10020, 10020, "cuMemUnmap")                          \
+  X(cuMemSetAccess, PFN_cuMemSetAccess_v10020, 10020, "cuMemSetAccess")
 
 struct DriverApi {
 #define PVGPU_CUDA_MEMBER(name, type, version, symbol) type name = nullptr;

@@ -44,6 +44,14 @@ class AddressMap {
     MutexLock lock(&mutex_);
     return Copy(ranges_.Find(address, size));
   }
+  // The first range of a run of adjacent ranges holding all of [address, address + size), each
+  // neighbour pair accepted by `joined` (RangeMap::FindRun).
+  template <typename Joined>
+  std::optional<Range> FindRun(uint64_t address, uint64_t size, Joined joined) const
+      EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
+    return Copy(ranges_.FindRun(address, size, joined));
+  }
   // The range starting exactly at `base`.
   std::optional<Range> FindBase(uint64_t base) const EXCLUDES(mutex_) {
     MutexLock lock(&mutex_);

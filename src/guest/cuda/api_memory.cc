@@ -113,10 +113,18 @@ Code MemGetInfo_v2(CUctx_st* ctx, size_t* free, size_t* total) {
 }
 
 Code MemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
-  auto allocation = objects().device_memory.Find(dptr);
-  if (!allocation.has_value()) return Code::kNotFound;
-  if (pbase != nullptr) *pbase = allocation->base;
-  if (psize != nullptr) *psize = allocation->size;
+  uint64_t base = 0, size = 0;
+  if (auto allocation = objects().device_memory.Find(dptr)) {
+    base = allocation->base;
+    size = allocation->size;
+  } else if (auto mapped = objects().vmm_mapped.Find(dptr)) {  // the cuMemMap holding it
+    base = mapped->base;
+    size = mapped->size;
+  } else {
+    return Code::kNotFound;
+  }
+  if (pbase != nullptr) *pbase = base;
+  if (psize != nullptr) *psize = size;
   return Code::kOk;
 }
 

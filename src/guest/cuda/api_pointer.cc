@@ -26,6 +26,9 @@ PointerInfo Classify(CUdeviceptr ptr) {
   if (auto memory = objects().device_memory.Find(ptr)) {
     return {CU_MEMORYTYPE_DEVICE, memory->value, memory->base, memory->size, true, IsManaged(ptr)};
   }
+  if (auto mapped = objects().vmm_mapped.Find(ptr); mapped.has_value() && mapped->value.accessible) {
+    return {CU_MEMORYTYPE_DEVICE, mapped->value.ctx, mapped->base, mapped->size, true};
+  }
   if (auto region = objects().pinned.Find(ptr)) {
     return {CU_MEMORYTYPE_HOST, nullptr, region->base, region->size, true};
   }

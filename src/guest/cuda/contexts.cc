@@ -56,6 +56,7 @@ void DropOwnedObjects(CUctx_st* ctx) {
   objects.device_memory.EraseIf([ctx](CUctx_st* owner) { return owner == ctx; });
   ReleaseManagedOf(ctx);
   DropPoolMemoryOf(ctx);
+  DropVirtualMemoryOf(ctx);
 }
 
 }  // namespace

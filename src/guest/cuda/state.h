@@ -46,6 +46,15 @@ CUctx_st* PrimaryContextRecord(CUdevice device);
 // Whether `ctx` is some device's primary-context record, live or not (never dereferenced).
 bool IsPrimaryContextRecord(const CUctx_st* ctx);
 
+// A mapping of virtual memory (api_vmm.cc): which reservation of which context, and whether
+// the context may access it (cuMemSetAccess).
+struct VmmPiece {
+  CUctx_st* ctx = nullptr;
+  uint64_t reservation = 0;  // its base address
+  uint64_t physical = 0;     // the CUmemGenericAllocationHandle mapped there
+  bool accessible = false;
+};
+
 // The live objects behind the API's handles, one store per kind, each with its own lock. A
 // store's lock is innermost: nothing else is locked while it is held. Held while a store is
 // used: DriverState::primaries_mutex and a library's lock (api_library.cc), across a host round
@@ -65,6 +74,8 @@ struct Objects {
   AddressMap<CUctx_st*> device_memory;
   // Pinned host memory by address.
   AddressMap<Ref<PinnedRegion>> pinned;
+  // Virtual memory mapped into reservations (api_vmm.cc), one range per cuMemMap.
+  AddressMap<VmmPiece> vmm_mapped;
 };
 
 class DriverState {
@@ -170,9 +181,17 @@ inline int MaxDynamicSharedSet(const CUfunc_st& f) {
 // The context owning device memory [dptr, dptr + size), if any memory holds all of it.
 inline std::optional<CUctx_st*> FindAllocation(CUdeviceptr dptr, size_t size) {
   auto range = objects().device_memory.Find(dptr, size);
-  if (!range.has_value()) return std::nullopt;
-  return range->value;
+  if (range.has_value()) return range->value;
+  // Accessible mappings of one reservation are one buffer, across their boundaries too.
+  auto mapped = objects().vmm_mapped.FindRun(dptr, size, [](const VmmPiece& a, const VmmPiece& b) {
+    return a.accessible && b.accessible && a.reservation == b.reservation;
+  });
+  if (!mapped.has_value() || !mapped->value.accessible) return std::nullopt;
+  return mapped->value.ctx;
 }
+
+// Forgets the virtual memory records of a destroyed context (api_vmm.cc).
+void DropVirtualMemoryOf(CUctx_st* ctx);
 
 // The pinned region holding [p, p + size) and the offset of p in it; null when the range is
 // pageable memory.

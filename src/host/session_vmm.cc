@@ -1,0 +1,188 @@
+// Session handlers: virtual memory management (docs/memory.md).
+//
+// The session keeps each context's reservations, physical allocations and mappings, and checks
+// every request against them here, before the adapter sees it: sizes and offsets are multiples
+// of the adapter's granularity, a mapping lies inside its reservation over unmapped addresses
+// and inside its physical memory, unmapping and access name whole mappings. Handles are scoped
+// to the context, so a guest can only ever map its own memory into its own reservations. An
+// accessible mapping becomes one of the context's allocations, tagged with its reservation, so
+// that copies and kernels may cross from one mapping into the next of the same reservation.
+#include "common/log.h"
+#include "host/session.h"
+
+namespace pvgpu::host {
+
+using namespace protocol;
+using protocol::HandleKind;
+using protocol::HandleTag;
+
+namespace {
+
+// cuda.h's CUmemAccess_flags.
+constexpr uint32_t kAccessNone = 0;
+constexpr uint32_t kAccessRead = 1;
+constexpr uint32_t kAccessReadWrite = 3;
+
+bool Multiple(uint64_t value, uint64_t granularity) { return value % granularity == 0; }
+
+}  // namespace
+
+Reservation* Session::Find(HandleTag<HandleKind::kReservation>, uint64_t id, ContextState& ctx) {
+  return ctx.reservations.Find(id);
+}
+
+std::shared_ptr<PhysicalState>* Session::Find(HandleTag<HandleKind::kPhysical>, uint64_t id,
+                                              ContextState& ctx) {
+  return ctx.physicals.Find(id);
+}
+
+bool Session::Fresh(HandleTag<HandleKind::kReservation>, uint64_t id, ContextState& ctx) {
+  return ctx.reservations.Fresh(id);
+}
+
+bool Session::Fresh(HandleTag<HandleKind::kPhysical>, uint64_t id, ContextState& ctx) {
+  return ctx.physicals.Fresh(id);
+}
+
+Outcome Session::Execute(const VmmReserveRequest& request, Span, ContextState& ctx) {
+  const uint64_t granularity = ctx.impl->granularity();
+  if (granularity == 0) return Code::kNotSupported;
+  uint64_t alignment = request.alignment == 0 ? granularity : request.alignment;
+  if (request.size == 0 || !Multiple(request.size, granularity) ||
+      (alignment & (alignment - 1)) != 0) {
+    return Code::kInvalidValue;
+  }
+  alignment = std::max(alignment, granularity);
+  if (ctx.reservations.budget().full()) return Code::kOutOfMemory;
+  auto base = ctx.impl->ReserveAddress(request.size, alignment);
+  if (!base.ok()) {
+    PVGPU_DEBUG("session " << id_ << ": reservation refused: " << base.status().message());
+    return base.status().code();
+  }
+  if (ctx.reservations.Add(request.reservation, *ctx.impl, budgets_.allocations, *base,
+                           request.size) == nullptr) {
+    (void)ctx.impl->FreeAddress(*base, request.size);
+    return Code::kOutOfMemory;
+  }
+  VmmReserveReply reply;
+  reply.result = 0;
+  reply.dptr = *base;
+  SendReply(reply);
+  return Code::kOk;
+}
+
+Outcome Session::Execute(const VmmFreeRequest& request, Span, ContextState& ctx,
+                         Reservation& reservation) {
+  if (!reservation.mappings.empty()) return Code::kInvalidValue;  // unmap it first, as CUDA asks
+  ctx.reservations.Erase(request.reservation);
+  return Code::kOk;
+}
+
+Outcome Session::Execute(const VmmCreateRequest& request, Span, ContextState& ctx) {
+  const uint64_t granularity = ctx.impl->granularity();
+  if (granularity == 0) return Code::kNotSupported;
+  if (request.size == 0 || !Multiple(request.size, granularity)) return Code::kInvalidValue;
+  const adapters::Adapter& adapter = *policy_.adapters[ctx.device];
+  const uint64_t total = adapter.info().total_memory;
+  if (request.size > total || adapter.used_bytes() > total - request.size ||
+      !WithinQuota(request.size) || ctx.physicals.budget().full()) {
+    return Code::kOutOfMemory;
+  }
+  auto memory = ctx.impl->CreatePhysical(request.size);
+  if (!memory.ok()) return memory.status().code();
+  auto physical = std::make_shared<PhysicalState>(std::move(*memory));
+  if (ctx.physicals.Add(request.physical, std::move(physical)) == nullptr) {
+    return Code::kOutOfMemory;
+  }
+  return Code::kOk;
+}
+
+Outcome Session::Execute(const VmmReleaseRequest& request, Span, ContextState& ctx,
+                         std::shared_ptr<PhysicalState>&) {
+  // The memory stays while a mapping holds it (Reservation::Mapping's reference).
+  ctx.physicals.Erase(request.physical);
+  return Code::kOk;
+}
+
+Outcome Session::Execute(const VmmMapRequest& request, Span, ContextState& ctx,
+                         Reservation& reservation, std::shared_ptr<PhysicalState>& physical) {
+  const uint64_t granularity = ctx.impl->granularity();
+  const uint64_t physical_size = physical->impl->size();
+  if (granularity == 0 || request.size == 0 || !Multiple(request.address, granularity) ||
+      !Multiple(request.size, granularity) || !Multiple(request.offset, granularity) ||
+      !reservation.Holds(request.address, request.size) || request.offset > physical_size ||
+      request.size > physical_size - request.offset) {
+    return Code::kInvalidValue;
+  }
+  if (!budgets_.allocations.Take()) return Code::kOutOfMemory;
+  if (!reservation.mappings.Insert(request.address, request.size,
+                                   Reservation::Mapping{physical, request.offset, false})) {
+    budgets_.allocations.Give();
+    return Code::kInvalidValue;  // over an existing mapping
+  }
+  Status mapped =
+      ctx.impl->MapPhysical(request.address, request.size, *physical->impl, request.offset);
+  if (!mapped.ok()) {
+    PVGPU_DEBUG("session " << id_ << ": mapping refused: " << mapped.message());
+    reservation.mappings.erase(request.address);
+    budgets_.allocations.Give();
+    return mapped.code();
+  }
+  return Code::kOk;
+}
+
+Outcome Session::Execute(const VmmUnmapRequest& request, Span, ContextState& ctx,
+                         Reservation& reservation) {
+  size_t count = 0;
+  const bool whole = reservation.WholeMappings(
+      request.address, request.size, [&](uint64_t address, uint64_t, Reservation::Mapping& m) {
+        if (m.accessible) ctx.EraseAllocation(address);
+        ++count;
+      });
+  if (!whole) return Code::kInvalidValue;
+  Status unmapped = ctx.impl->UnmapPhysical(request.address, request.size);
+  for (auto it = reservation.mappings.FindBase(request.address); count > 0; --count) {
+    it = reservation.mappings.erase(it);
+    budgets_.allocations.Give();
+  }
+  if (!unmapped.ok()) {
+    // The addresses are gone from every check already; the adapter's own state is its to keep.
+    PVGPU_WARN("session " << id_ << ": unmapping failed in the adapter: " << unmapped.message());
+    return unmapped.code();
+  }
+  return Code::kOk;
+}
+
+Outcome Session::Execute(const VmmSetAccessRequest& request, Span, ContextState& ctx,
+                         Reservation& reservation) {
+  if (request.flags == kAccessRead) {
+    PVGPU_INFO("session " << id_ << ": read-only access to virtual memory is not supported");
+    return Code::kNotSupported;
+  }
+  if (request.flags != kAccessNone && request.flags != kAccessReadWrite) {
+    return Code::kInvalidValue;
+  }
+  if (!reservation.WholeMappings(request.address, request.size)) return Code::kInvalidValue;
+  const bool accessible = request.flags == kAccessReadWrite;
+  Code result = Code::kOk;
+  reservation.WholeMappings(request.address, request.size,
+                            [&](uint64_t address, uint64_t size, Reservation::Mapping& m) {
+                              if (result != Code::kOk || m.accessible == accessible) return;
+                              if (accessible &&
+                                  !ctx.AddAllocation(address, size, true, reservation.base)) {
+                                result = Code::kOutOfMemory;
+                                return;
+                              }
+                              Status set = ctx.impl->SetAccess(address, size, accessible);
+                              if (!set.ok()) {
+                                if (accessible) ctx.EraseAllocation(address);
+                                result = set.code();
+                                return;
+                              }
+                              if (!accessible) ctx.EraseAllocation(address);
+                              m.accessible = accessible;
+                            });
+  return result;
+}
+
+}  // namespace pvgpu::host
