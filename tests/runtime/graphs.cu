@@ -1,8 +1,10 @@
 // CUDA graphs as a cudart program uses them (the CUDA samples' simpleCudaGraphs, PyTorch's CUDA
 // graphs): a step of kernels, copies and a host callback captured from a stream with a fork and
 // a join, instantiated once and replayed many times; a parameter changed with
-// cudaGraphExecKernelNodeSetParams; a graph built by hand; the capture status queries; the
-// error of a synchronization inside capture. Results are checked against a CPU reference.
+// cudaGraphExecKernelNodeSetParams; a graph built by hand; a captured temporary buffer
+// (cudaMallocAsync and cudaFreeAsync inside the capture become memory nodes); the capture
+// status queries; the error of a synchronization inside capture. Results are checked against a
+// CPU reference.
 #include <vector>
 
 #include "runtime_check.h"
@@ -110,6 +112,41 @@ int main() {
   for (int i = 0; i < n; ++i) {
     if (out[i] != 9.f) return std::fprintf(stderr, "after the exec update: %f\n", out[i]), 1;
   }
+
+  // A temporary from the stream-ordered allocator inside the capture: the graph owns it.
+  CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+  float* scratch = nullptr;
+  CHECK(cudaMallocAsync(&scratch, n * sizeof(float), s1));
+  CHECK(cudaMemcpyAsync(scratch, y, n * sizeof(float), cudaMemcpyDeviceToDevice, s1));
+  Axpb<<<blocks, threads, 0, s1>>>(scratch, 2.f, 0.f, n);
+  Add<<<blocks, threads, 0, s1>>>(scratch, x, z, n);
+  CHECK(cudaFreeAsync(scratch, s1));
+  cudaGraph_t with_memory;
+  CHECK(cudaStreamEndCapture(s1, &with_memory));
+  cudaGraphExec_t with_memory_exec;
+  CHECK(cudaGraphInstantiate(&with_memory_exec, with_memory, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    CHECK(cudaGraphLaunch(with_memory_exec, s1));
+  }
+  CHECK(cudaMemcpyAsync(out.data(), z, n * sizeof(float), cudaMemcpyDeviceToHost, s1));
+  CHECK(cudaStreamSynchronize(s1));
+  std::vector<float> ys(n), xs(n);
+  CHECK(cudaMemcpy(ys.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(xs.data(), x, n * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) {
+    if (out[i] != 2.f * ys[i] + xs[i]) {
+      return std::fprintf(stderr, "graph with memory: %f at %d\n", out[i], i), 1;
+    }
+  }
+  unsigned long long graph_memory = 0;  // the attribute is a uint64_t
+  CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &graph_memory));
+  if (graph_memory != n * sizeof(float)) {
+    return std::fprintf(stderr, "graph memory in use: %llu\n", graph_memory), 1;
+  }
+  CHECK(cudaGraphExecDestroy(with_memory_exec));
+  CHECK(cudaGraphDestroy(with_memory));
+  CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &graph_memory));
+  if (graph_memory != 0) return std::fprintf(stderr, "graph memory kept: %llu\n", graph_memory), 1;
 
   // Synchronizing a capturing stream is an error and invalidates the capture.
   CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));

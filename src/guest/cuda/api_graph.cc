@@ -202,6 +202,10 @@ const char* TypeName(CUgraphNodeType type) {
       return "wait_event";
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
       return "event_record";
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      return "mem_alloc";
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return "mem_free";
     default:
       return "other";
   }
@@ -277,6 +281,15 @@ void DestroyGraph(CUgraph_st* graph) {
   delete graph;
 }
 
+Code AddGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                  CUgraphNodeType type, const std::function<Code(CUgraphNode_st&)>& fill) {
+  return Add(out, graph, deps, count, type, fill);
+}
+
+Code FindTypedNode(CUgraphNode handle, CUgraphNodeType type, CUgraphNode_st** node) {
+  return TypedNode(handle, type, node);
+}
+
 std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
   auto clone = std::make_unique<CUgraph_st>();
   std::map<const CUgraphNode_st*, CUgraphNode_st*> copies;
@@ -299,6 +312,8 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
     node->ctx = original->ctx;
     node->host = original->host;
     node->event = original->event;
+    node->allocation = original->allocation;  // the clone holds the same memory
+    node->freed = original->freed;
     if (original->child != nullptr) {
       node->child = CloneGraph(*original->child);
       node->child->parent = node.get();
@@ -825,6 +840,16 @@ Code GraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode
                  : GraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies,
                                          ref.get());
     }
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+      CUDA_MEM_ALLOC_NODE_PARAMS m{};
+      std::memcpy(&m, &p.alloc, sizeof(m));  // v2 has v1's layout
+      Code code = GraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies, &m);
+      if (code == Code::kOk) p.alloc.dptr = m.dptr;
+      return code;
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return GraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies,
+                                 p.free.dptr);
     default:
       PVGPU_WARN("cuGraphAddNode: node type " << static_cast<int>(p.type) << " is not supported");
       return Code::kNotSupported;

@@ -147,6 +147,8 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
         if (node->event == nullptr) return Code::kInvalidHandle;
         break;
       case CU_GRAPH_NODE_TYPE_EMPTY:
+      case CU_GRAPH_NODE_TYPE_MEM_ALLOC:  // the memory is the graph's already: ordering only
+      case CU_GRAPH_NODE_TYPE_MEM_FREE:
         continue;
       default:
         break;

@@ -57,10 +57,7 @@ Code Memset(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t element, siz
 
 }  // namespace
 
-namespace api {
-
-Code MemAlloc_v2(CUctx_st* ctx, CUdeviceptr* dptr, size_t bytesize) {
-  if (Code code = CheckUnsafeCall(); code != Code::kOk) return code;
+Code AllocateDevice(CUctx_st* ctx, size_t bytesize, CUdeviceptr* dptr) {
   if (bytesize == 0) return Code::kInvalidValue;
   protocol::MemAllocRequest request;
   request.ctx = ctx->handle;
@@ -70,6 +67,26 @@ Code MemAlloc_v2(CUctx_st* ctx, CUdeviceptr* dptr, size_t bytesize) {
   objects().device_memory.Assign(reply.dptr, bytesize, ctx);
   *dptr = reply.dptr;
   return Code::kOk;
+}
+
+Code ReleaseDevice(CUdeviceptr dptr) {
+  auto allocation = objects().device_memory.FindBase(dptr);
+  if (!allocation.has_value()) return Code::kInvalidValue;
+  CUctx_st* owner = allocation->value;
+  if (!LiveContext(owner)) return Code::kContextIsDestroyed;
+  protocol::MemFreeRequest request;
+  request.ctx = owner->handle;
+  request.dptr = dptr;
+  const Code code = owner->client->Call(request);
+  if (code == Code::kOk || code == Code::kInvalidValue) objects().device_memory.TakeBase(dptr);
+  return code;
+}
+
+namespace api {
+
+Code MemAlloc_v2(CUctx_st* ctx, CUdeviceptr* dptr, size_t bytesize) {
+  if (Code code = CheckUnsafeCall(); code != Code::kOk) return code;
+  return AllocateDevice(ctx, bytesize, dptr);
 }
 
 Code MemAllocPitch_v2(CUctx_st* ctx, CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
@@ -90,16 +107,8 @@ Code MemFree_v2(CUdeviceptr dptr) {
   if (dptr == 0) return Code::kOk;
   if (Code code; FreeManaged(dptr, &code)) return code;
   if (Code code; FreePoolAllocation(dptr, &code)) return code;
-  auto allocation = objects().device_memory.FindBase(dptr);
-  if (!allocation.has_value()) return Code::kInvalidValue;
-  CUctx_st* owner = allocation->value;
-  if (!LiveContext(owner)) return Code::kContextIsDestroyed;
-  protocol::MemFreeRequest request;
-  request.ctx = owner->handle;
-  request.dptr = dptr;
-  const Code code = owner->client->Call(request);
-  if (code == Code::kOk || code == Code::kInvalidValue) objects().device_memory.TakeBase(dptr);
-  return code;
+  if (Code code; FreeGraphAllocation(dptr, &code)) return code;
+  return ReleaseDevice(dptr);
 }
 
 Code MemGetInfo_v2(CUctx_st* ctx, size_t* free, size_t* total) {

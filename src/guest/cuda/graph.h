@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,22 @@ struct GraphKernel {
   std::vector<void*> param_pointers;  // into params, for cuGraphKernelNodeGetParams
 };
 
+// Memory a graph's allocation node owns (api_graph_memory.cc): allocated when the node is made
+// (or captured), at the address the node reports for the graph's whole life, and freed when
+// the last graph, clone or executable graph holding the node goes.
+struct GraphAllocation {
+  GraphAllocation() = default;
+  ~GraphAllocation();
+  GraphAllocation(const GraphAllocation&) = delete;
+  GraphAllocation& operator=(const GraphAllocation&) = delete;
+
+  CUctx_st* ctx = nullptr;
+  CUdeviceptr dptr = 0;
+  size_t size = 0;
+  CUmemPoolProps pool{};
+  std::vector<CUmemAccessDesc> access;
+};
+
 struct CUgraphNode_st {
   CUgraphNode_st() = default;
   ~CUgraphNode_st();
@@ -62,6 +79,8 @@ struct CUgraphNode_st {
   CUDA_HOST_NODE_PARAMS host{};       // CU_GRAPH_NODE_TYPE_HOST
   std::shared_ptr<CUevent_st> event;  // CU_GRAPH_NODE_TYPE_EVENT_RECORD, _WAIT_EVENT
   std::unique_ptr<CUgraph_st> child;  // CU_GRAPH_NODE_TYPE_GRAPH: its own copy
+  std::shared_ptr<GraphAllocation> allocation;  // CU_GRAPH_NODE_TYPE_MEM_ALLOC
+  CUdeviceptr freed = 0;                        // CU_GRAPH_NODE_TYPE_MEM_FREE
 };
 
 struct CUuserObject_st {
@@ -123,6 +142,12 @@ CUgraph_st* NewGraph();
 // Adds `node` to `graph` after `deps` (nodes of that graph, checked by the caller).
 CUgraphNode_st* AddNode(CUgraph_st* graph, std::unique_ptr<CUgraphNode_st> node,
                         const std::vector<CUgraphNode_st*>& deps);
+// cuGraphAdd*Node's shape: a node of `type` that `fill` completes, after the named
+// dependencies (INVALID_VALUE for an unknown graph or dependency). Takes GraphMutex.
+Code AddGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                  CUgraphNodeType type, const std::function<Code(CUgraphNode_st&)>& fill);
+// The node behind `handle` when it has `type` (else INVALID_VALUE), GraphMutex held.
+Code FindTypedNode(CUgraphNode handle, CUgraphNodeType type, CUgraphNode_st** node);
 // Destroys a graph made by NewGraph (or a capture) with its nodes.
 void DestroyGraph(CUgraph_st* graph);
 // A deep copy of `graph`; each copied node's origin is its original.
@@ -136,6 +161,17 @@ void DropUserObject(CUuserObject_st* object, unsigned int count);
 Code MakeKernel(CUfunc_st* f, const unsigned int grid[3], const unsigned int block[3],
                 unsigned int shared_bytes, void** kernelParams, void** extra, bool cooperative,
                 GraphKernel* kernel);
+
+// Graph memory (api_graph_memory.cc). Allocates the memory of an allocation node as `params`
+// describe it (checked as cuGraphAddMemAllocNode does), in the current context.
+Code MakeGraphAllocation(const CUDA_MEM_ALLOC_NODE_PARAMS& params,
+                         std::shared_ptr<GraphAllocation>* out);
+// Whether `dptr` is the start of memory an allocation node owns.
+bool IsGraphAllocation(CUdeviceptr dptr);
+// cuMemFree or cuMemFreeAsync outside a graph of memory a graph owns: true, with the result in
+// *code (the memory stays with its graph, which hands it out again at its next launch, as
+// CUDA does); false when `dptr` is not such memory.
+bool FreeGraphAllocation(CUdeviceptr dptr, Code* code);
 
 // Stream capture (api_capture.cc). Whether any stream in the process is capturing: the only
 // cost stream-ordered calls pay when none is (one relaxed load).

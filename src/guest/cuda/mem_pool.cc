@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/mutex.h"
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/resolve.h"
 #include "guest/cuda/state.h"
 
@@ -352,15 +353,64 @@ Code MemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool
   return r.Allocate(*live, hStream.ctx, bytesize, dptr);
 }
 
+// cuMemAllocAsync and cuMemFreeAsync on a capturing stream become the graph's allocation and
+// free nodes (api_graph_memory.cc): the memory is the graph's, at its address for the graph's
+// life. Nothing (nullopt) when the stream is not capturing.
+static std::optional<Code> CaptureAlloc(CUdeviceptr* dptr, size_t bytesize, const StreamRef& stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (StreamIsCapturing(stream, &status) != Code::kOk ||
+      status == CU_STREAM_CAPTURE_STATUS_NONE) {
+    return std::nullopt;
+  }
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};
+  params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  params.poolProps.location = {CU_MEM_LOCATION_TYPE_DEVICE, stream.ctx->device};
+  params.bytesize = bytesize;
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    if (Code code = MakeGraphAllocation(params, &node->allocation); code != Code::kOk) {
+      return code;
+    }
+  }
+  const CUdeviceptr address = node->allocation != nullptr ? node->allocation->dptr : 0;
+  std::optional<Code> captured = CaptureNode(stream, std::move(node));
+  if (captured == Code::kOk) *dptr = address;
+  return captured;
+}
+
+static std::optional<Code> CaptureFree(CUdeviceptr dptr, const StreamRef& stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (StreamIsCapturing(stream, &status) != Code::kOk ||
+      status == CU_STREAM_CAPTURE_STATUS_NONE) {
+    return std::nullopt;
+  }
+  // Only the graph's own memory can be freed by it; freeing other memory while capturing
+  // would free it at capture time, before the graph's work that may still use it.
+  if (!IsGraphAllocation(dptr)) return Code::kInvalidValue;
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+  node->freed = dptr;
+  return CaptureNode(stream, std::move(node));
+}
+
 Code MemAllocAsync(CUdeviceptr* dptr, size_t bytesize, const StreamRef& hStream) {
+  if (CaptureActive()) {
+    if (bytesize == 0) return Code::kInvalidValue;
+    if (auto captured = CaptureAlloc(dptr, bytesize, hStream)) return *captured;
+  }
   Registry& r = Registry::Get();
   MutexLock lock(&r.mutex_);
   return r.Allocate(*r.Current(hStream.ctx->device), hStream.ctx, bytesize, dptr);
 }
 
 Code MemFreeAsync(CUdeviceptr dptr, const StreamRef& hStream) {
-  (void)hStream;  // the host runs the context's work in order: the block is free at once
+  if (CaptureActive()) {
+    if (auto captured = CaptureFree(dptr, hStream)) return *captured;
+  }
+  // The host runs the context's work in order: the block is free at once.
   if (Code code; FreePoolAllocation(dptr, &code)) return code;
+  if (Code code; FreeGraphAllocation(dptr, &code)) return code;
   // Memory from cuMemAlloc may be freed this way too; its free follows earlier work anyway.
   if (!objects().device_memory.FindBase(dptr).has_value()) return Code::kInvalidValue;
   return MemFree_v2(dptr);

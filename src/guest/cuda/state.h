@@ -190,6 +190,12 @@ inline std::optional<CUctx_st*> FindAllocation(CUdeviceptr dptr, size_t size) {
   return mapped->value.ctx;
 }
 
+// Device memory of `ctx` from the host, and its release (api_memory.cc): cuMemAlloc and
+// cuMemFree without their capture checks, for memory the driver itself manages (graph
+// allocation nodes).
+Code AllocateDevice(CUctx_st* ctx, size_t bytesize, CUdeviceptr* dptr);
+Code ReleaseDevice(CUdeviceptr dptr);
+
 // Forgets the virtual memory records of a destroyed context (api_vmm.cc).
 void DropVirtualMemoryOf(CUctx_st* ctx);
 
