@@ -118,35 +118,21 @@ class Session {
   ContextState* Find(protocol::HandleTag<protocol::HandleKind::kContext>, uint64_t id);
   Region* Find(protocol::HandleTag<protocol::HandleKind::kRegion>, uint64_t id);
   Upload* Find(protocol::HandleTag<protocol::HandleKind::kUpload>, uint64_t id);
-  adapters::Module* Find(protocol::HandleTag<protocol::HandleKind::kModule>, uint64_t id,
-                         ContextState& ctx);
-  Stream* Find(protocol::HandleTag<protocol::HandleKind::kStream>, uint64_t id, ContextState& ctx);
-  Event* Find(protocol::HandleTag<protocol::HandleKind::kEvent>, uint64_t id, ContextState& ctx);
-  // Arrays and textures (session_texture.cc).
-  std::shared_ptr<ArrayState>* Find(protocol::HandleTag<protocol::HandleKind::kArray>, uint64_t id,
-                                    ContextState& ctx);
-  TextureObject* Find(protocol::HandleTag<protocol::HandleKind::kTexture>, uint64_t id,
-                      ContextState& ctx);
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kArray>, uint64_t id, ContextState& ctx);
-  // Virtual memory management (session_vmm.cc).
-  Reservation* Find(protocol::HandleTag<protocol::HandleKind::kReservation>, uint64_t id,
-                    ContextState& ctx);
-  std::shared_ptr<PhysicalState>* Find(protocol::HandleTag<protocol::HandleKind::kPhysical>,
-                                       uint64_t id, ContextState& ctx);
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kReservation>, uint64_t id,
-             ContextState& ctx);
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kPhysical>, uint64_t id, ContextState& ctx);
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kTexture>, uint64_t id, ContextState& ctx);
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kContext>, uint64_t id) const;
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kRegion>, uint64_t id) const;
   bool Fresh(protocol::HandleTag<protocol::HandleKind::kUpload>, uint64_t id) const;
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kModule>, uint64_t id, ContextState& ctx);
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kStream>, uint64_t id, ContextState& ctx);
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kEvent>, uint64_t id, ContextState& ctx);
-  // Graphs (session_graph.cc).
-  GraphExec* Find(protocol::HandleTag<protocol::HandleKind::kGraphExec>, uint64_t id,
-                  ContextState& ctx);
-  bool Fresh(protocol::HandleTag<protocol::HandleKind::kGraphExec>, uint64_t id, ContextState& ctx);
+  // Kinds scoped to a context: the object in that context's store of the kind
+  // (ContextState::Store); handlers receive modules as the adapter's module itself.
+  adapters::Module* Find(protocol::HandleTag<protocol::HandleKind::kModule>, uint64_t id,
+                         ContextState& ctx);
+  template <protocol::HandleKind K>
+  auto* Find(protocol::HandleTag<K> kind, uint64_t id, ContextState& ctx) {
+    return ctx.Store(kind).Find(id);
+  }
+  template <protocol::HandleKind K>
+  bool Fresh(protocol::HandleTag<K> kind, uint64_t id, ContextState& ctx) {
+    return ctx.Store(kind).Fresh(id);
+  }
   template <typename Request>
   Outcome Unknown(const Request&, protocol::HandleKind kind, uint64_t id) {
     Begin<Request>();

@@ -25,14 +25,6 @@ adapters::Module* Session::Find(HandleTag<HandleKind::kModule>, uint64_t id, Con
   return module != nullptr ? module->get() : nullptr;
 }
 
-Stream* Session::Find(HandleTag<HandleKind::kStream>, uint64_t id, ContextState& ctx) {
-  return ctx.streams.Find(id);
-}
-
-Event* Session::Find(HandleTag<HandleKind::kEvent>, uint64_t id, ContextState& ctx) {
-  return ctx.events.Find(id);
-}
-
 bool Session::Fresh(HandleTag<HandleKind::kContext>, uint64_t id) const {
   return contexts_.Fresh(id);
 }
@@ -43,26 +35,6 @@ bool Session::Fresh(HandleTag<HandleKind::kRegion>, uint64_t id) const {
 
 bool Session::Fresh(HandleTag<HandleKind::kUpload>, uint64_t id) const {
   return uploads_.Fresh(id);
-}
-
-bool Session::Fresh(HandleTag<HandleKind::kModule>, uint64_t id, ContextState& ctx) {
-  return ctx.modules.Fresh(id);
-}
-
-bool Session::Fresh(HandleTag<HandleKind::kStream>, uint64_t id, ContextState& ctx) {
-  return ctx.streams.Fresh(id);
-}
-
-bool Session::Fresh(HandleTag<HandleKind::kEvent>, uint64_t id, ContextState& ctx) {
-  return ctx.events.Fresh(id);
-}
-
-GraphExec* Session::Find(HandleTag<HandleKind::kGraphExec>, uint64_t id, ContextState& ctx) {
-  return ctx.graph_execs.Find(id);
-}
-
-bool Session::Fresh(HandleTag<HandleKind::kGraphExec>, uint64_t id, ContextState& ctx) {
-  return ctx.graph_execs.Fresh(id);
 }
 
 Outcome Session::UnknownHandle(protocol::Op op, HandleKind kind, uint64_t id, ContextState* ctx) {

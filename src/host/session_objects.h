@@ -17,6 +17,7 @@
 #include "host/fault_accounting.h"
 #include "host/handle_store.h"
 #include "host/session_limits.h"
+#include "protocol/protocol_autogen.h"
 
 namespace pvgpu::host {
 
@@ -196,6 +197,16 @@ class ContextState {
              return a.reservation != 0 && a.reservation == b.reservation;
            }) != allocations_.end();
   }
+  // The store of each kind of object scoped to a context, by kind (the session's dispatch).
+  auto& Store(protocol::HandleTag<protocol::HandleKind::kModule>) { return modules; }
+  auto& Store(protocol::HandleTag<protocol::HandleKind::kStream>) { return streams; }
+  auto& Store(protocol::HandleTag<protocol::HandleKind::kEvent>) { return events; }
+  auto& Store(protocol::HandleTag<protocol::HandleKind::kGraphExec>) { return graph_execs; }
+  auto& Store(protocol::HandleTag<protocol::HandleKind::kArray>) { return arrays; }
+  auto& Store(protocol::HandleTag<protocol::HandleKind::kTexture>) { return textures; }
+  auto& Store(protocol::HandleTag<protocol::HandleKind::kPhysical>) { return physicals; }
+  auto& Store(protocol::HandleTag<protocol::HandleKind::kReservation>) { return reservations; }
+
   // Whether `base` starts an allocation cuMemFree may free (not a global, not a mapping).
   bool FreeableAt(uint64_t base) const;
 

@@ -11,25 +11,6 @@
 namespace pvgpu::host {
 
 using namespace protocol;
-using protocol::HandleKind;
-using protocol::HandleTag;
-
-std::shared_ptr<ArrayState>* Session::Find(HandleTag<HandleKind::kArray>, uint64_t id,
-                                           ContextState& ctx) {
-  return ctx.arrays.Find(id);
-}
-
-TextureObject* Session::Find(HandleTag<HandleKind::kTexture>, uint64_t id, ContextState& ctx) {
-  return ctx.textures.Find(id);
-}
-
-bool Session::Fresh(HandleTag<HandleKind::kArray>, uint64_t id, ContextState& ctx) {
-  return ctx.arrays.Fresh(id);
-}
-
-bool Session::Fresh(HandleTag<HandleKind::kTexture>, uint64_t id, ContextState& ctx) {
-  return ctx.textures.Fresh(id);
-}
 
 Outcome Session::Execute(const ArrayCreateRequest& request, Span, ContextState& ctx) {
   texture::ArrayShape shape;

@@ -13,8 +13,6 @@
 namespace pvgpu::host {
 
 using namespace protocol;
-using protocol::HandleKind;
-using protocol::HandleTag;
 
 namespace {
 
@@ -26,23 +24,6 @@ constexpr uint32_t kAccessReadWrite = 3;
 bool Multiple(uint64_t value, uint64_t granularity) { return value % granularity == 0; }
 
 }  // namespace
-
-Reservation* Session::Find(HandleTag<HandleKind::kReservation>, uint64_t id, ContextState& ctx) {
-  return ctx.reservations.Find(id);
-}
-
-std::shared_ptr<PhysicalState>* Session::Find(HandleTag<HandleKind::kPhysical>, uint64_t id,
-                                              ContextState& ctx) {
-  return ctx.physicals.Find(id);
-}
-
-bool Session::Fresh(HandleTag<HandleKind::kReservation>, uint64_t id, ContextState& ctx) {
-  return ctx.reservations.Fresh(id);
-}
-
-bool Session::Fresh(HandleTag<HandleKind::kPhysical>, uint64_t id, ContextState& ctx) {
-  return ctx.physicals.Fresh(id);
-}
 
 Outcome Session::Execute(const VmmReserveRequest& request, Span, ContextState& ctx) {
   const uint64_t granularity = ctx.impl->granularity();
