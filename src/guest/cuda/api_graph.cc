@@ -312,6 +312,7 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
     node->ctx = original->ctx;
     node->host = original->host;
     node->event = original->event;
+    node->enabled = original->enabled;
     node->allocation = original->allocation;  // the clone holds the same memory
     node->freed = original->freed;
     if (original->child != nullptr) {
@@ -891,6 +892,61 @@ Code GraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
     default:
       return Code::kNotSupported;
   }
+}
+
+// Kernel node attributes: checked and applied as cuLaunchKernelEx applies launch attributes.
+Code GraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                 CUkernelNodeAttrValue* value_out) {
+  MutexLock lock(&GraphMutex());
+  CUgraphNode_st* node = nullptr;
+  if (Code code = TypedNode(hNode, CU_GRAPH_NODE_TYPE_KERNEL, &node); code != Code::kOk) {
+    return code;
+  }
+  std::memset(value_out, 0, sizeof(*value_out));  // an attribute never set has its default
+  if (attr == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+    value_out->cooperative = node->kernel.cooperative ? 1 : 0;
+    return Code::kOk;
+  }
+  auto it = node->kernel.attributes.find(attr);
+  if (it != node->kernel.attributes.end()) *value_out = it->second;
+  return Code::kOk;
+}
+
+Code GraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                 const CUkernelNodeAttrValue* value) {
+  CUlaunchAttribute launch_attr{};
+  launch_attr.id = attr;
+  launch_attr.value = *value;
+  LaunchOptions options;
+  if (Code code = ApplyLaunchAttribute(launch_attr, "cuGraphKernelNodeSetAttribute", &options);
+      code != Code::kOk) {
+    return code;
+  }
+  if (!options.events.empty()) return Code::kInvalidValue;  // events are for launches only
+  MutexLock lock(&GraphMutex());
+  CUgraphNode_st* node = nullptr;
+  if (Code code = TypedNode(hNode, CU_GRAPH_NODE_TYPE_KERNEL, &node); code != Code::kOk) {
+    return code;
+  }
+  if (attr == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+    node->kernel.cooperative = options.cooperative;
+  } else {
+    node->kernel.attributes[attr] = *value;
+  }
+  return Code::kOk;
+}
+
+Code GraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src) {
+  MutexLock lock(&GraphMutex());
+  CUgraphNode_st* to = nullptr;
+  CUgraphNode_st* from = nullptr;
+  if (Code code = TypedNode(dst, CU_GRAPH_NODE_TYPE_KERNEL, &to); code != Code::kOk) return code;
+  if (Code code = TypedNode(src, CU_GRAPH_NODE_TYPE_KERNEL, &from); code != Code::kOk) {
+    return code;
+  }
+  to->kernel.attributes = from->kernel.attributes;
+  to->kernel.cooperative = from->kernel.cooperative;
+  return Code::kOk;
 }
 
 Code GraphDebugDotPrint(CUgraph hGraph, const char* path, unsigned int flags) {

@@ -124,6 +124,7 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
   };
   std::vector<Lowered> lowered;
   for (const CUgraphNode_st* node : order) {
+    if (!node->enabled) continue;  // an empty node: only its edges order the others
     CUctx_st* node_ctx = nullptr;
     bool on_host = false;
     switch (node->type) {
@@ -633,6 +634,41 @@ Code GraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, C
     node.event = ref;
     return Code::kOk;
   });
+}
+
+// Kernel, memcpy and memset nodes of an executable graph may be disabled and enabled again.
+Code GraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled) {
+  MutexLock lock(&GraphMutex());
+  CUgraphExec_st* exec = FindExec(hGraphExec);
+  if (exec == nullptr) return Code::kInvalidValue;
+  CUgraphNode_st* node = ExecNode(*exec->graph, hNode);
+  if (node == nullptr || (node->type != CU_GRAPH_NODE_TYPE_KERNEL &&
+                          node->type != CU_GRAPH_NODE_TYPE_MEMCPY &&
+                          node->type != CU_GRAPH_NODE_TYPE_MEMSET)) {
+    return Code::kInvalidValue;
+  }
+  const bool enabled = isEnabled != 0;
+  if (node->enabled == enabled) return Code::kOk;
+  node->enabled = enabled;
+  if (Code code = Build(exec, nullptr); code != Code::kOk) {
+    node->enabled = !enabled;  // Build leaves the executable graph as it was
+    return code;
+  }
+  return Code::kOk;
+}
+
+Code GraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int* isEnabled) {
+  MutexLock lock(&GraphMutex());
+  CUgraphExec_st* exec = FindExec(hGraphExec);
+  if (exec == nullptr) return Code::kInvalidValue;
+  const CUgraphNode_st* node = ExecNode(*exec->graph, hNode);
+  if (node == nullptr || (node->type != CU_GRAPH_NODE_TYPE_KERNEL &&
+                          node->type != CU_GRAPH_NODE_TYPE_MEMCPY &&
+                          node->type != CU_GRAPH_NODE_TYPE_MEMSET)) {
+    return Code::kInvalidValue;
+  }
+  *isEnabled = node->enabled ? 1 : 0;
+  return Code::kOk;
 }
 
 Code GraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,

@@ -164,6 +164,44 @@ Code PostLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsi
   return Code::kOk;
 }
 
+Code ApplyLaunchAttribute(const CUlaunchAttribute& attr, const char* call, LaunchOptions* options) {
+  const CUlaunchAttributeValue& v = attr.value;
+  switch (attr.id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:  // one queue per context: priorities are hints
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+      return Code::kOk;
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:  // as cuLaunchCooperativeKernel
+      options->cooperative = v.cooperative != 0;
+      return Code::kOk;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+      if (v.clusterDim.x <= 1 && v.clusterDim.y <= 1 && v.clusterDim.z <= 1) return Code::kOk;
+      PVGPU_WARN(call << ": thread block clusters of " << v.clusterDim.x << "x" << v.clusterDim.y
+                      << "x" << v.clusterDim.z << " blocks are not supported by pvgpu");
+      return Code::kNotSupported;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+      if (v.programmaticEvent.event == nullptr) return Code::kInvalidValue;
+      options->events.emplace_back(v.programmaticEvent.event, v.programmaticEvent.flags);
+      return Code::kOk;
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+      if (v.launchCompletionEvent.event == nullptr) return Code::kInvalidValue;
+      options->events.emplace_back(v.launchCompletionEvent.event, v.launchCompletionEvent.flags);
+      return Code::kOk;
+    default:
+      PVGPU_WARN(call << ": launch attribute " << static_cast<int>(attr.id)
+                      << " is not supported by pvgpu");
+      return Code::kNotSupported;
+  }
+}
+
 namespace api {
 
 Code LaunchKernel(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -176,28 +214,29 @@ Code LaunchKernel(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, un
 
 Code LaunchKernelEx(const CUlaunchConfig* config, CUfunc_st* f, void** kernelParams, void** extra) {
   if (config->numAttrs > 0 && config->attrs == nullptr) return Code::kInvalidValue;
-  bool cooperative = false;
+  LaunchOptions options;
   for (unsigned int i = 0; i < config->numAttrs; ++i) {
-    const CUlaunchAttribute& attr = config->attrs[i];
-    switch (attr.id) {
-      case CU_LAUNCH_ATTRIBUTE_IGNORE:
-      case CU_LAUNCH_ATTRIBUTE_PRIORITY:  // one queue per context: priorities are hints
-        break;
-      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:  // as cuLaunchCooperativeKernel
-        cooperative = attr.value.cooperative != 0;
-        break;
-      default:
-        PVGPU_WARN("cuLaunchKernelEx: launch attribute " << static_cast<int>(attr.id)
-                                                         << " is not supported");
-        return Code::kNotSupported;
+    if (Code code = ApplyLaunchAttribute(config->attrs[i], "cuLaunchKernelEx", &options);
+        code != Code::kOk) {
+      return code;
     }
   }
   StreamRef stream;
   if (Code code = ResolveStream(config->hStream, &stream); code != Code::kOk) return code;
   if (Code code = OrderAfterHostFuncs(stream); code != Code::kOk) return code;
-  return PostLaunch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                    config->blockDimY, config->blockDimZ, config->sharedMemBytes, stream,
-                    kernelParams, extra, cooperative);
+  if (Code code = PostLaunch(f, config->gridDimX, config->gridDimY, config->gridDimZ,
+                             config->blockDimX, config->blockDimY, config->blockDimZ,
+                             config->sharedMemBytes, stream, kernelParams, extra,
+                             options.cooperative);
+      code != Code::kOk) {
+    return code;
+  }
+  for (const auto& [event, flags] : options.events) {
+    Ref<CUevent_st> record;
+    if (Code code = ResolveEvent(event, &record); code != Code::kOk) return code;
+    if (Code code = EventRecordWithFlags(record.get(), stream, 0); code != Code::kOk) return code;
+  }
+  return Code::kOk;
 }
 
 Code OccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunc_st* func, int blockSize,

@@ -40,6 +40,9 @@ struct GraphKernel {
   bool cooperative = false;
   std::vector<uint8_t> params;
   std::vector<void*> param_pointers;  // into params, for cuGraphKernelNodeGetParams
+  // cuGraphKernelNodeSetAttribute's values but cooperative (above), each one ApplyLaunchAttribute
+  // accepted.
+  std::map<int, CUlaunchAttributeValue> attributes;
 };
 
 // Memory a graph's allocation node owns (api_graph_memory.cc): allocated when the node is made
@@ -81,6 +84,9 @@ struct CUgraphNode_st {
   std::unique_ptr<CUgraph_st> child;  // CU_GRAPH_NODE_TYPE_GRAPH: its own copy
   std::shared_ptr<GraphAllocation> allocation;  // CU_GRAPH_NODE_TYPE_MEM_ALLOC
   CUdeviceptr freed = 0;                        // CU_GRAPH_NODE_TYPE_MEM_FREE
+  // cuGraphNodeSetEnabled, on an executable graph's kernel, memcpy and memset nodes: a
+  // disabled node runs as an empty one.
+  bool enabled = true;
 };
 
 struct CUuserObject_st {
