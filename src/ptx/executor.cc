@@ -48,8 +48,10 @@
 
 #include "common/cpus.h"
 #include "ptx/block_run.h"
+#include "ptx/handlers.h"
 #include "ptx/launch_flow.h"
 #include "ptx/cooperative_budget.h"
+#include "ptx/handlers.h"
 #include "ptx/program.h"
 #include "ptx/warp.h"
 
@@ -399,6 +401,7 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   L.config = config;
   L.params.assign(params.begin(), params.end());
   L.env = env;
+  L.device_depth = DeviceLaunchDepth();
   L.shared_bytes = static_cast<uint32_t>((shared + 15) & ~uint64_t{15});
   L.num_warps = static_cast<uint32_t>((b.Count() + 31) / 32);
   L.reg_template = img->reg_template;
@@ -501,6 +504,12 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   flow.busy_ns.fetch_add(static_cast<uint64_t>(ended - started), std::memory_order_relaxed);
   if (!L.error.ok()) return L.error;
   if (env.cancel && env.cancel->load()) return Error(Code::kLaunchFailed, "launch cancelled");
+  if (img->uses_device_launch) {  // the grids its threads launched (device_launch.cc)
+    return RunDeviceLaunches(L, [&](int child, const LaunchConfig& cfg,
+                                    std::span<const uint8_t> child_params) {
+      return Launch(program, prog->kernels_[child], cfg, child_params, env);
+    });
+  }
   return Status::Ok();
 }
 

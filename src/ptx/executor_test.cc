@@ -164,12 +164,16 @@ TEST(ExecutorTest, WaitingOneBlockKernelDoesNotBlockOtherLaunches) {
   EXPECT_EQ(mem.Download<uint32_t>(other, 1)[0], 1u);
 }
 
-// What nvcc -rdc=true emits for `child<<<1, 32>>>(p)` inside a kernel (reduced): cudadevrt's
-// entry points, which exist only on a GPU. The module is refused at load, naming the feature.
+// What nvcc -rdc=true -ptx -arch=compute_80 makes of
+//   __global__ void child(int* out, int base) { out[base + threadIdx.x] = base + threadIdx.x; }
+//   __global__ void parent(int* out) { if (threadIdx.x == 0) child<<<1, 32>>>(out, blockIdx.x * 32); }
+// (its output as it is): device-side launches through cudadevrt's CDP2 entry points.
 constexpr const char* kDeviceSideLaunch = R"(
 .version 9.0
-.target sm_75
+.target sm_80
 .address_size 64
+
+	// .globl	_Z5childPii
 .extern .func  (.param .b64 func_retval0) __cudaCDP2GetParameterBufferV2
 (
 	.param .b64 __cudaCDP2GetParameterBufferV2_param_0,
@@ -178,15 +182,51 @@ constexpr const char* kDeviceSideLaunch = R"(
 	.param .b32 __cudaCDP2GetParameterBufferV2_param_3
 )
 ;
-.visible .entry child(.param .u64 child_param_0)
+.extern .func  (.param .b32 func_retval0) __cudaCDP2LaunchDeviceV2
+(
+	.param .b64 __cudaCDP2LaunchDeviceV2_param_0,
+	.param .b64 __cudaCDP2LaunchDeviceV2_param_1
+)
+;
+
+.visible .entry _Z5childPii(
+	.param .u64 _Z5childPii_param_0,
+	.param .u32 _Z5childPii_param_1
+)
 {
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<5>;
+
+
+	ld.param.u64 	%rd1, [_Z5childPii_param_0];
+	ld.param.u32 	%r1, [_Z5childPii_param_1];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r2, %tid.x;
+	add.s32 	%r3, %r2, %r1;
+	mul.wide.u32 	%rd3, %r3, 4;
+	add.s64 	%rd4, %rd2, %rd3;
+	st.global.u32 	[%rd4], %r3;
 	ret;
+
 }
-.visible .entry parent(.param .u64 parent_param_0)
+	// .globl	_Z6parentPi
+.visible .entry _Z6parentPi(
+	.param .u64 _Z6parentPi_param_0
+)
 {
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<5>;
 	.reg .b64 	%rd<4>;
-	mov.u64 	%rd3, child;
-	{
+
+
+	ld.param.u64 	%rd2, [_Z6parentPi_param_0];
+	mov.u32 	%r1, %tid.x;
+	setp.ne.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB1_3;
+
+	mov.u64 	%rd3, _Z5childPii;
+	{ // callseq 0, 0
+	.reg .b32 temp_param_reg;
 	.param .b64 param0;
 	st.param.b64 	[param0+0], %rd3;
 	.param .align 4 .b8 param1[12];
@@ -200,20 +240,94 @@ constexpr const char* kDeviceSideLaunch = R"(
 	.param .b32 param3;
 	st.param.b32 	[param3+0], 0;
 	.param .b64 retval0;
-	call.uni (retval0), __cudaCDP2GetParameterBufferV2, (param0, param1, param2, param3);
-	ld.param.b64 	%rd2, [retval0+0];
-	}
+	call.uni (retval0), 
+	__cudaCDP2GetParameterBufferV2, 
+	(
+	param0, 
+	param1, 
+	param2, 
+	param3
+	);
+	ld.param.b64 	%rd1, [retval0+0];
+	} // callseq 0
+	setp.eq.s64 	%p2, %rd1, 0;
+	@%p2 bra 	$L__BB1_3;
+
+	mov.u32 	%r2, %ctaid.x;
+	shl.b32 	%r3, %r2, 5;
+	st.u64 	[%rd1], %rd2;
+	st.u32 	[%rd1+8], %r3;
+	{ // callseq 1, 0
+	.reg .b32 temp_param_reg;
+	.param .b64 param0;
+	st.param.b64 	[param0+0], %rd1;
+	.param .b64 param1;
+	st.param.b64 	[param1+0], 0;
+	.param .b32 retval0;
+	call.uni (retval0), 
+	__cudaCDP2LaunchDeviceV2, 
+	(
+	param0, 
+	param1
+	);
+	ld.param.b32 	%r4, [retval0+0];
+	} // callseq 1
+
+$L__BB1_3:
 	ret;
+
 }
+
 )";
 
-TEST(ExecutorTest, DeviceSideLaunchIsRefusedByName) {
+TEST(ExecutorTest, DeviceSideLaunchesRunAfterTheirParent) {
+  TestMemory mem;
+  auto l = LoadInto(kDeviceSideLaunch, mem);
+  ASSERT_TRUE(l.program) << l.error_log;
+  std::vector<int32_t> zeros(4 * 32, -1);
+  const uint64_t out = mem.Upload(zeros);
+  const KernelInfo* parent = l.program->FindKernel("_Z6parentPi");
+  ASSERT_NE(parent, nullptr);
+  Params p(*parent);
+  p.Set(0, out);
+  LaunchEnv env;
+  env.memory = &mem;
+  env.global_addresses = l.global_addrs;
+  Status s = SharedExecutor().Launch(*l.program, *parent, {{4, 1, 1}, {64, 1, 1}, 0}, p.span(), env);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto got = mem.Download<int32_t>(out, 4 * 32);
+  for (int i = 0; i < 4 * 32; ++i) EXPECT_EQ(got[i], i) << i;
+}
+
+TEST(ExecutorTest, DeviceSideLaunchFaultIsTheParentsError) {
+  TestMemory mem;
+  auto l = LoadInto(kDeviceSideLaunch, mem);
+  ASSERT_TRUE(l.program) << l.error_log;
+  std::vector<int32_t> small(32, 0);  // room for the first block's child only
+  const uint64_t out = mem.Upload(small);
+  const KernelInfo* parent = l.program->FindKernel("_Z6parentPi");
+  Params p(*parent);
+  p.Set(0, out);
+  LaunchEnv env;
+  env.memory = &mem;
+  env.global_addresses = l.global_addrs;
+  Status s = SharedExecutor().Launch(*l.program, *parent, {{2, 1, 1}, {32, 1, 1}, 0}, p.span(), env);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kIllegalAddress) << s.ToString();
+  EXPECT_NE(s.message().find("launched from device code"), std::string::npos) << s.ToString();
+}
+
+TEST(ExecutorTest, OtherDeviceRuntimeCallsAreRefusedByName) {
+  std::string ptx = kDeviceSideLaunch;
+  const std::string from = "__cudaCDP2LaunchDeviceV2";
+  for (size_t at = ptx.find(from); at != std::string::npos; at = ptx.find(from, at)) {
+    ptx.replace(at, from.size(), "__cudaCDP2EventRecord");
+  }
   TestMemory mem;
   Status status;
-  auto l = LoadInto(kDeviceSideLaunch, mem, &status);
-  ASSERT_FALSE(status.ok()) << "a module with a device-side launch loaded";
-  EXPECT_NE(status.message().find("dynamic parallelism"), std::string::npos) << status.ToString();
-  EXPECT_NE(status.message().find("__cudaCDP2GetParameterBufferV2"), std::string::npos)
+  auto l = LoadInto(ptx.c_str(), mem, &status);
+  ASSERT_FALSE(status.ok()) << "a module calling an unknown device runtime function loaded";
+  EXPECT_NE(status.message().find("__cudaCDP2EventRecord"), std::string::npos)
       << status.ToString();
 }
 

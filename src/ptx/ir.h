@@ -95,6 +95,9 @@ inline constexpr uint64_t kLocalWindow = 0xFE00000000000000ull;
 inline constexpr uint64_t kWindowSize = uint64_t{1} << 40;
 // Function "addresses" (virtual tables, function pointers): kFuncWindow + 16 * function index.
 inline constexpr uint64_t kFuncWindow = 0xFB00000000000000ull;
+// Parameter buffers of device-side launches (dynamic parallelism, device_launch.cc): offsets
+// into the launching grid's buffer arena.
+inline constexpr uint64_t kLaunchBufferWindow = 0xFA00000000000000ull;
 
 // Where an instruction came from, for fault messages.
 struct DebugInfo {
@@ -183,6 +186,7 @@ struct KernelImage {
   uint32_t static_shared = 0;
   uint32_t shared_align = 16;
   bool uses_printf = false;
+  bool uses_device_launch = false;  // calls the device runtime's launch (device_launch.cc)
   std::vector<TexOperands> tex;  // texture and surface instructions' operands
 };
 

@@ -40,6 +40,12 @@ inline uint8_t* Resolve(Warp& w, int lane, uint64_t addr, uint32_t size, bool wr
         return Resolve<MemSpace::kLocal>(w, lane, addr - kLocalWindow, size, writable);
       if (addr - kParamWindow < kWindowSize)
         return Resolve<MemSpace::kKParam>(w, lane, addr - kParamWindow, size, writable);
+      if (addr - kLaunchBufferWindow < kWindowSize) {
+        const uint64_t offset = addr - kLaunchBufferWindow;
+        const uint64_t used = w.launch->device_used.load(std::memory_order_acquire);
+        if (offset > used || size > used - offset) return nullptr;
+        return w.launch->device_buffers.data() + offset;
+      }
       return nullptr;
     }
     return GlobalPtr(w, addr, size);

@@ -11,7 +11,7 @@
 namespace pvgpu::ptx {
 
 bool IsBuiltinExternal(std::string_view name) {
-  return name == "vprintf" || name == "__assertfail";
+  return name == "vprintf" || name == "__assertfail" || DeviceRuntimeBuiltin(name) != nullptr;
 }
 
 bool ExecBuiltinPrintf(const Inst& in, Warp& w, uint32_t m);
@@ -239,12 +239,14 @@ Status LowerCall(LowerCtx& c) {
       c.img().uses_printf = true;
     } else if (f.name == "__assertfail") {
       in.fn = ExecBuiltinAssert;
+    } else if (ExecFn device_runtime = DeviceRuntimeBuiltin(f.name)) {
+      in.fn = device_runtime;
+      c.img().uses_device_launch = true;
     } else if (f.name.starts_with("__cudaCDP") || f.name.starts_with("cudaLaunchDevice") ||
                f.name.starts_with("cudaGetParameterBuffer")) {
-      // What nvcc -rdc emits for a <<<>>> launch in device code; cudadevrt implements it on
-      // the GPU only.
-      return c.Err("dynamic parallelism (a kernel launch from device code, " + f.name +
-                   ") is not supported");
+      // The device runtime's other calls (device-side events, the legacy CDP1 interface).
+      return c.Err("the device runtime's " + f.name + " is not supported (dynamic parallelism "
+                   "supports launches, streams and the last error: docs/ptx.md)");
     } else {
       return c.Err("call to unsupported external function " + f.name);
     }

@@ -23,6 +23,9 @@ class ProgramImpl final : public Program {
   std::vector<KernelInfo> kernels_;
   std::vector<GlobalInfo> globals_;
   std::vector<KernelImage> images_;
+  // The kernel index of each .entry by its function index (device-side launches name kernels by
+  // function address).
+  std::unordered_map<int, int> kernel_of_function_;
   std::unordered_map<std::string, int> global_index_;
   // Module-scope .shared variables: name -> (size, align, is extern dynamic array).
   struct SharedVar {

@@ -31,6 +31,22 @@ struct LaunchCtx {
   Status error;  // first fault wins
   std::mutex print_mu;
 
+  // Dynamic parallelism (device_launch.cc): the parameter buffers this grid's threads fill for
+  // the grids they launch (an arena of fixed size, so that pointers into it stay valid), and
+  // those launches, run in launch order once this grid has completed.
+  struct DeviceLaunch {
+    int kernel;  // index in the program's kernels
+    LaunchConfig config;
+    uint32_t offset;  // of its parameter buffer in device_buffers
+    uint32_t size;
+    bool launched;
+  };
+  std::mutex device_mu;
+  std::vector<uint8_t> device_buffers;
+  std::atomic<uint32_t> device_used{0};  // bytes of device_buffers handed out
+  std::vector<DeviceLaunch> device_launches;
+  int device_depth = 0;  // how deep this grid is nested in device-side launches (0: the host's)
+
   void Fail(Status s) {
     std::lock_guard<std::mutex> l(mu);
     if (error.ok()) error = std::move(s);
