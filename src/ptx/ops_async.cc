@@ -294,7 +294,9 @@ Status LowerMbarrier(LowerCtx& c) {
   in.flags |= a.base32 ? 1 : 0;
   in.imm = a.imm;
   in.n = static_cast<uint16_t>(a.space);
-  if (in.aux == kInit || in.aux == kExpectTx || in.aux == kCompleteTx) {
+  if (in.aux == kInval) {
+    PVGPU_TRY(c.NeedOps(1));
+  } else if (in.aux == kInit || in.aux == kExpectTx || in.aux == kCompleteTx) {
     PVGPU_TRY(c.NeedOps(2));
     PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, Ty::kU32));
   } else if (in.aux == kArrive) {
