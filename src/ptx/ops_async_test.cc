@@ -1,5 +1,7 @@
 // Hand-written PTX for asynchronous copies (cp.async, cp.async.bulk) and mbarrier objects, and
 // the loader's .target limit.
+#include <cmath>
+
 #include "ptx/program.h"
 #include "ptx/snippet_util.h"
 
@@ -458,6 +460,193 @@ TEST(TargetTest, LoaderRejectsTargetsAboveTheMaximum) {
   EXPECT_EQ(TargetSm("sm_90a"), 90);
   EXPECT_EQ(TargetSm("sm_100f"), 100);
   EXPECT_EQ(TargetSm("compute_80"), -1);
+}
+
+}  // namespace
+}  // namespace pvgpu::ptx
+
+namespace pvgpu::ptx {
+namespace {
+
+using testing::RunSnippet;
+
+float Half(uint32_t h) {
+  int exp = (h >> 10) & 0x1F, frac = h & 0x3FF;
+  float v = exp == 0 ? std::ldexp(static_cast<float>(frac), -24)
+                     : std::ldexp(1.0f + frac / 1024.0f, exp - 15);
+  return (h & 0x8000) ? -v : v;
+}
+float Bf16(uint32_t h) {
+  uint32_t bits = (h & 0xFFFF) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+TEST(HalfFormsTest, Ex2AndTanhApproximations) {
+  // Inputs: f16x2 {lo 1.5, hi -2}, bf16x2 {lo 1.5, hi -2}.
+  auto r = RunSnippet(R"(
+  ld.global.u32 %r1, [%rd1];
+  ex2.approx.f16x2 %r2, %r1;
+  st.global.u32 [%rd0], %r2;
+  mov.b32 {%h1, %h2}, %r1;
+  ex2.approx.f16 %h3, %h1;
+  cvt.u32.u16 %r3, %h3;
+  st.global.u32 [%rd0+4], %r3;
+  tanh.approx.f16x2 %r4, %r1;
+  st.global.u32 [%rd0+8], %r4;
+  tanh.approx.f16 %h4, %h2;
+  cvt.u32.u16 %r3, %h4;
+  st.global.u32 [%rd0+12], %r3;
+  ld.global.u32 %r5, [%rd1+4];
+  ex2.approx.ftz.bf16x2 %r6, %r5;
+  st.global.u32 [%rd0+16], %r6;
+  tanh.approx.bf16x2 %r7, %r5;
+  st.global.u32 [%rd0+20], %r7;
+  mov.b32 {%h5, %h6}, %r5;
+  ex2.approx.ftz.bf16 %h7, %h5;
+  cvt.u32.u16 %r3, %h7;
+  st.global.u32 [%rd0+24], %r3;
+  tanh.approx.bf16 %h7, %h6;
+  cvt.u32.u16 %r3, %h7;
+  st.global.u32 [%rd0+28], %r3;
+  ex2.approx.ftz.bf16 %h7, 0x0001;
+  cvt.u32.u16 %r3, %h7;
+  st.global.u32 [%rd0+32], %r3;
+  )",
+                      {0xC0003E00, 0xC0003FC0}, 9, 1);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const double e15 = std::exp2(1.5), t15 = std::tanh(1.5), t2 = std::tanh(-2.0);
+  EXPECT_NEAR(Half(r.out[0] & 0xFFFF), e15, 1e-3 * e15);
+  EXPECT_EQ(Half(r.out[0] >> 16), 0.25f);
+  EXPECT_NEAR(Half(r.out[1]), e15, 1e-3 * e15);
+  EXPECT_EQ(r.out[1] >> 16, 0u);
+  EXPECT_NEAR(Half(r.out[2] & 0xFFFF), t15, 1e-3);
+  EXPECT_NEAR(Half(r.out[2] >> 16), t2, 1e-3);
+  EXPECT_NEAR(Half(r.out[3]), t2, 1e-3);
+  EXPECT_NEAR(Bf16(r.out[4]), e15, 8e-3 * e15);
+  EXPECT_EQ(Bf16(r.out[4] >> 16), 0.25f);
+  EXPECT_NEAR(Bf16(r.out[5]), t15, 8e-3);
+  EXPECT_NEAR(Bf16(r.out[5] >> 16), t2, 8e-3);
+  EXPECT_NEAR(Bf16(r.out[6]), e15, 8e-3 * e15);
+  EXPECT_NEAR(Bf16(r.out[7]), t2, 8e-3);
+  EXPECT_EQ(r.out[8], 0x3F80u) << ".ftz: a subnormal input is 0, 2^0 = 1";
+}
+
+TEST(HalfFormsTest, ConversionsWithReluSatfiniteRzAndPack) {
+  auto r = RunSnippet(R"(
+  cvt.rn.relu.f16x2.f32 %r1, 0fBF800000, 0f40000000;
+  st.global.u32 [%rd0], %r1;
+  cvt.rn.relu.bf16x2.f32 %r1, 0f7FC00000, 0fC0000000;
+  st.global.u32 [%rd0+4], %r1;
+  cvt.rn.satfinite.f16x2.f32 %r1, 0f477FF000, 0fC8000000;
+  st.global.u32 [%rd0+8], %r1;
+  cvt.rz.f16x2.f32 %r1, 0f3F7FFFFF, 0f477FF000;
+  st.global.u32 [%rd0+12], %r1;
+  cvt.rn.relu.f16.f32 %h1, 0fC0400000;
+  cvt.u32.u16 %r1, %h1;
+  st.global.u32 [%rd0+16], %r1;
+  cvt.rn.satfinite.bf16.f32 %h1, 0f7F800000;
+  cvt.u32.u16 %r1, %h1;
+  st.global.u32 [%rd0+20], %r1;
+  cvt.pack.sat.u16.s32 %r1, 70000, -5;
+  st.global.u32 [%rd0+24], %r1;
+  cvt.pack.sat.s16.s32 %r1, -40000, 123;
+  st.global.u32 [%rd0+28], %r1;
+  cvt.pack.sat.u8.s32.b32 %r2, 300, 7, 0x1234;
+  st.global.u32 [%rd0+32], %r2;
+  cvt.pack.sat.s8.s32.b32 %r1, -200, 100, %r2;
+  st.global.u32 [%rd0+36], %r1;
+  cvt.pack.sat.s4.s32.b32 %r1, 9, -9, 0xAB;
+  st.global.u32 [%rd0+40], %r1;
+  cvt.rn.relu.satfinite.f16x2.f32 %r1, 0fFF800000, 0f7F800000;
+  st.global.u32 [%rd0+44], %r1;
+  )",
+                      {}, 12, 1);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const std::vector<uint32_t> want = {
+      0x00004000,  // relu(-1) = 0 (high half), 2.0
+      0x7FFF0000,  // NaN becomes the canonical NaN; relu(-2) = 0
+      0x7BFFFBFF,  // 65520 and -131072 saturate to +-65504
+      0x3BFF7BFF,  // toward zero: 0.99999994 -> 0.99951, 65520 -> 65504
+      0x0000,      // relu(-3)
+      0x7F7F,      // +inf saturates to the largest finite bf16
+      0xFFFF0000,  // u16: 70000 -> 65535 above, -5 -> 0 below
+      0x8000007B,  // s16: -40000 -> -32768, 123
+      0x1234FF07,  // u8: c's low half above, 300 -> 255, 7
+      0xFF078064,  // s8: -200 -> -128, 100, the previous result shifted in
+      0x0000AB78,  // s4: 9 -> 7, -9 -> -8
+      0x00007BFF,  // relu and satfinite: -inf -> 0, +inf -> 65504
+  };
+  EXPECT_EQ(r.out, want);
+}
+
+TEST(AtomicFormsTest, HalfAndVectorAtomics) {
+  // Words: 0 f16 {lo 1.0, hi 2.0}; 1 bf16x2 {1.0, 2.0}; 2-3 f32 for atom.v2 (lane 0 only);
+  // 4-7 f32 1..4; 8-11 eight f16 1.0; 12-13 f16x2 pairs for atom.max (vectors are aligned to
+  // their size).
+  std::vector<uint32_t> in = {0x40003C00, 0x40003F80, 0x41200000, 0x41A00000, 0x3F800000,
+                              0x40000000, 0x40400000, 0x40800000, 0x3C003C00, 0x3C003C00,
+                              0x3C003C00, 0x3C003C00, 0x3C004000, 0xC0004400};
+  auto r = RunSnippet(R"(
+  .reg .b16 %q<3>;
+  mov.b16 %q0, 0x3800;
+  atom.global.add.noftz.f16 %q1, [%rd1], %q0;
+  cvt.u32.u16 %r1, %q1;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd0, %rd2;
+  st.global.u32 [%rd3+16], %r1;
+  red.global.add.noftz.bf16x2 [%rd1+4], 0x3F803F80;
+  mov.f32 %f1, 0f3F800000;
+  mov.f32 %f2, 0f40000000;
+  mov.f32 %f3, 0f40400000;
+  mov.f32 %f4, 0f40800000;
+  red.global.add.v4.f32 [%rd1+16], {%f1, %f2, %f3, %f4};
+  red.global.add.noftz.v8.f16 [%rd1+32], {%q0, %q0, %q0, %q0, %q0, %q0, %q0, %q0};
+  setp.eq.u32 %p1, %r0, 0;
+  @%p1 atom.global.add.v2.f32 {%f5, %f6}, [%rd1+8], {%f1, %f2};
+  @%p1 st.global.f32 [%rd0], %f5;
+  @%p1 st.global.f32 [%rd0+4], %f6;
+  mov.b32 %r2, 0x3E003E00;
+  @%p1 atom.global.max.noftz.v2.f16x2 {%r3, %r4}, [%rd1+48], {%r2, %r2};
+  @%p1 st.global.u32 [%rd0+8], %r3;
+  @%p1 st.global.u32 [%rd0+12], %r4;
+  bar.sync 0;
+  setp.lt.u32 %p2, %r0, 14;
+  add.s64 %rd4, %rd1, %rd2;
+  @%p2 ld.global.u32 %r5, [%rd4];
+  @%p2 st.global.u32 [%rd3+144], %r5;
+  )",
+                      in, 4 + 32 + 14, 32);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  // Old values of the f16 adds: 1.0 + 0.5 k for k = 0..31, each once.
+  std::vector<bool> seen(32, false);
+  for (int t = 0; t < 32; ++t) {
+    float old = Half(r.out[4 + t]);
+    int k = static_cast<int>((old - 1.0f) * 2);
+    ASSERT_TRUE(k >= 0 && k < 32 && !seen[k] && old == 1.0f + 0.5f * k) << old;
+    seen[k] = true;
+  }
+  EXPECT_EQ(r.out[0], 0x41200000u);  // atom.v2 returns the old 10.0 and 20.0
+  EXPECT_EQ(r.out[1], 0x41A00000u);
+  EXPECT_EQ(r.out[2], 0x3C004000u);
+  EXPECT_EQ(r.out[3], 0xC0004400u);
+  const std::vector<uint32_t> memory(r.out.begin() + 36, r.out.end());
+  const std::vector<uint32_t> want = {
+      0x40004C40,                                      // 1 + 32 * 0.5 = 17; high half kept
+      0x42084204,                                      // bf16 33, 34
+      0x41300000, 0x41B00000,                          // 11, 22
+      0x42040000, 0x42840000, 0x42C60000, 0x43040000,  // 33, 66, 99, 132
+      0x4C404C40, 0x4C404C40, 0x4C404C40, 0x4C404C40,  // eight times 17
+      0x3E004000, 0x3E004400};                         // max with 1.5 per half
+  EXPECT_EQ(memory, want);
+
+  auto misaligned = RunSnippet(R"(
+  mov.f32 %f1, 0f3F800000;
+  red.global.add.v4.f32 [%rd1+8], {%f1, %f1, %f1, %f1};
+  )",
+                               {0, 0, 0, 0, 0, 0, 0, 0}, 1, 1);
+  EXPECT_EQ(misaligned.status.code(), Code::kMisalignedAddress) << misaligned.status.ToString();
 }
 
 }  // namespace
