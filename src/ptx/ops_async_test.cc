@@ -649,5 +649,55 @@ TEST(AtomicFormsTest, HalfAndVectorAtomics) {
   EXPECT_EQ(misaligned.status.code(), Code::kMisalignedAddress) << misaligned.status.ToString();
 }
 
+TEST(ControlFormsTest, BrxIdxJumpsThroughItsTargetList) {
+  // Lane t takes target t % 4; lanes with t >= 24 are excluded by the guard and fall through.
+  auto r = RunSnippet(R"(
+  and.b32 %r1, %r0, 3;
+  mov.u32 %r2, 99;
+  setp.lt.u32 %p1, %r0, 24;
+  ts: .branchtargets L0, L1, L2, L3;
+  @%p1 brx.idx %r1, ts;
+  bra END;
+L0:
+  mov.u32 %r2, 10;
+  bra END;
+L1:
+  mov.u32 %r2, 11;
+  bra END;
+L3:
+  mov.u32 %r2, 13;
+  bra END;
+L2:
+  mov.u32 %r2, 12;
+END:
+  activemask.b32 %r3;
+  mul.wide.u32 %rd2, %r0, 8;
+  add.s64 %rd3, %rd0, %rd2;
+  st.global.u32 [%rd3], %r2;
+  st.global.u32 [%rd3+4], %r3;
+  )",
+                      {}, 64, 32);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  for (uint32_t t = 0; t < 32; ++t) {
+    EXPECT_EQ(r.out[2 * t], t < 24 ? 10 + t % 4 : 99u) << t;
+    EXPECT_EQ(r.out[2 * t + 1], 0xFFFFFFFFu) << "lanes reconverge after the branch";
+  }
+
+  auto out_of_range = RunSnippet(R"(
+  ts: .branchtargets L0, L1;
+  brx.idx.uni %r0, ts;
+L0:
+L1:
+  )",
+                                 {}, 1, 4);
+  EXPECT_EQ(out_of_range.status.code(), Code::kIllegalInstruction);
+  EXPECT_NE(out_of_range.status.message().find("brx.idx index 2 is out of range of its 2 targets"),
+            std::string::npos)
+      << out_of_range.status.message();
+
+  testing::Runner no_list(testing::SnippetKernel("brx.idx %r0, nowhere;\n"));
+  EXPECT_FALSE(no_list.ok());
+}
+
 }  // namespace
 }  // namespace pvgpu::ptx
