@@ -294,9 +294,8 @@ TEST(MbarrierTest, LanesArriveInOrderAndGenericAddresses) {
   for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(r.out[t], 131 - t) << t;
 }
 
-TEST(MbarrierTest, WarpWaitingInTryWaitLetsTheArrivingWarpRun) {
-  // Warp 0 (scheduled first) spins in try_wait on a phase that only warp 1's arrivals complete.
-  auto r = RunSnippet(R"(
+// Warp 0 (scheduled first) spins in try_wait on a phase that only warp 1's arrivals complete.
+constexpr const char* kHandoff = R"(
   .shared .align 8 .b64 bar;
   .shared .align 4 .b32 val;
   setp.eq.u32 %p1, %r0, 0;
@@ -308,7 +307,11 @@ $WAIT:
   mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 %p3, [bar], 0, 1000000;
   @!%p3 bra $WAIT;
   ld.shared.u32 %r1, [val];
-  mul.wide.u32 %rd2, %r0, 4;
+  mov.u32 %r4, %ctaid.x;
+  add.u32 %r1, %r1, %r4;
+  mov.u32 %r5, %tid.x;
+  mad.lo.u32 %r5, %r4, 32, %r5;
+  mul.wide.u32 %rd2, %r5, 4;
   add.s64 %rd3, %rd0, %rd2;
   st.global.u32 [%rd3], %r1;
   bra $DONE;
@@ -317,10 +320,25 @@ $PRODUCER:
   @%p4 st.shared.u32 [val], 1234;
   mbarrier.arrive.release.cta.shared::cta.b64 _, [bar];
 $DONE:
-  )",
-                      {}, 32, 64);
+  )";
+
+TEST(MbarrierTest, WarpWaitingInTryWaitLetsTheArrivingWarpRun) {
+  auto r = RunSnippet(kHandoff, {}, 32, 64);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(r.out[t], 1234u) << t;
+}
+
+TEST(MbarrierTest, WaitsInCooperativeLaunches) {
+  // Time-sliced blocks: a waiting warp yields within its block's slice as well.
+  Runner runner(SnippetKernel(kHandoff));
+  ASSERT_TRUE(runner.ok()) << runner.load_status().ToString();
+  uint64_t out = runner.mem().Upload(std::vector<uint32_t>(4 * 32, 0));
+  uint64_t in = runner.mem().Upload(std::vector<uint32_t>{0});
+  Status s = runner.LaunchCooperative(testing::SharedExecutor(), "k", {4, 1, 1}, {64, 1, 1},
+                                      {out, in});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto got = runner.mem().Download<uint32_t>(out, 4 * 32);
+  for (uint32_t t = 0; t < 4 * 32; ++t) EXPECT_EQ(got[t], 1234 + t / 32) << t;
 }
 
 TEST(MbarrierTest, WaitNobodyCanCompleteIsADeadlock) {
