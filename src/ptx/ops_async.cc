@@ -3,10 +3,11 @@
 // and the mbarrier family (init, inval, arrive, arrive_drop, expect_tx, complete_tx, test_wait,
 // try_wait, pending_count).
 //
-// cp.async copies are recorded per thread and performed when that thread waits for their group
-// (or hands them to an mbarrier), so a program that reads the destination before waiting sees
-// the old bytes, as it may on hardware. Addresses are checked when the copy is issued, so a bad
-// one faults at the cp.async that names it.
+// cp.async copies (and bulk copies to global memory) are recorded per thread and performed when
+// that thread waits for their group, hands them to an mbarrier or exits, so a program that reads
+// the destination before waiting sees the old bytes, as it may on hardware. Addresses are checked
+// when the copy is issued, so a bad one faults at the cp.async that names it. Bulk copies into
+// shared memory complete at issue (see ExecBulkToShared).
 //
 // An mbarrier is a 64-bit word in shared memory holding its whole state:
 //   bits 0-19 pending arrivals, 20-39 expected arrivals, 40-61 tx-count (two's complement),
@@ -683,6 +684,12 @@ Status LowerCp(LowerCtx& c) {
 }
 
 }  // namespace
+
+bool FinishAsyncCopies(const Inst& in, Warp& w, uint32_t lanes) {
+  uint32_t all[32];
+  for (uint32_t& x : all) x = UINT32_MAX;
+  return PerformBelow(in, w, lanes, all, false) && PerformBelow(in, w, lanes, all, true);
+}
 
 void RegisterAsync(OpTable& t) {
   t.Add("cp", LowerCp);

@@ -446,6 +446,26 @@ $W:
   EXPECT_NE(odd.status.message().find("not a multiple of 16"), std::string::npos);
 }
 
+TEST(BulkCopyTest, CopiesLeftPendingLandWhenTheThreadExits) {
+  auto r = RunSnippet(R"(
+  .shared .align 16 .b8 s[32];
+  add.u32 %r1, %r0, 77;
+  shl.b32 %r2, %r0, 4;
+  mov.u32 %r3, s;
+  add.u32 %r4, %r3, %r2;
+  st.shared.u32 [%r4], %r1;
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd3, %rd0, %rd2;
+  cp.async.bulk.global.shared::cta.bulk_group [%rd3], [%r4], 16;
+  cp.async.bulk.commit_group;
+  )",
+                      {}, 8, 2);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out[0], 77u);
+  EXPECT_EQ(r.out[4], 78u);
+  EXPECT_EQ(r.out[1], 0u);
+}
+
 TEST(TargetTest, LoaderRejectsTargetsAboveTheMaximum) {
   auto module = [](const std::string& target) {
     return ".version 8.0\n.target " + target +

@@ -160,6 +160,7 @@ bool ExecRet(const Inst& in, Warp& w, uint32_t m) {
     StoreReg<uint64_t>(r, img.sp.fp, i, cfp);
     w.lane_pc[i] = f.ret_pc;
   }
+  if (gone && !w.async_copies.empty() && !FinishAsyncCopies(in, w, gone)) return true;
   for (uint32_t t = w.active & ~m; t; t &= t - 1) w.lane_pc[__builtin_ctz(t)] = w.pc + 1;
   w.active = 0;
   if (gone) ExitLanes(w, gone);
@@ -168,6 +169,7 @@ bool ExecRet(const Inst& in, Warp& w, uint32_t m) {
 }
 
 bool ExecExit(const Inst& in, Warp& w, uint32_t m) {
+  if (!w.async_copies.empty() && !FinishAsyncCopies(in, w, m)) return true;
   for (uint32_t t = w.active & ~m; t; t &= t - 1) w.lane_pc[__builtin_ctz(t)] = w.pc + 1;
   w.active = 0;
   ExitLanes(w, m);

@@ -67,7 +67,7 @@ inline constexpr uint32_t kSpinsPerYield = 16;
 
 // A copy issued by cp.async or cp.async.bulk and not yet performed (ops_async.cc): it lands when
 // the issuing thread waits for its group (cp.async.wait_group / wait_all,
-// cp.async.bulk.wait_group) or hands it to an mbarrier (cp.async.mbarrier.arrive).
+// cp.async.bulk.wait_group), hands it to an mbarrier (cp.async.mbarrier.arrive) or exits.
 struct AsyncCopy {
   uint64_t src = 0, dst = 0;  // cp.async: global source, shared destination; bulk: the reverse
   uint32_t size = 0;          // bytes written at dst
