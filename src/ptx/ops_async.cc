@@ -11,9 +11,9 @@
 //
 // An mbarrier is a 64-bit word in shared memory holding its whole state:
 //   bits 0-19 pending arrivals, 20-39 expected arrivals, 40-61 tx-count (two's complement),
-//   bit 63 the current phase's parity.
-// Shared memory starts zeroed, and init requires a count of at least 1, so an expected count of
-// zero marks an object that is not initialized (or was invalidated): using it faults.
+//   bit 62 set by init, bit 63 the current phase's parity.
+// Shared memory starts zeroed and inval clears the word, so an object without bit 62 is not
+// initialized: using it faults.
 // The state an arrive returns is the word after the arrival but before the phase completes: its
 // parity names the phase arrived at, its pending count is what pending_count reports.
 #include <cinttypes>
@@ -34,12 +34,14 @@ constexpr int kExpectedShift = 20;
 constexpr int kTxShift = 40;
 constexpr uint64_t kTxMask = (uint64_t{1} << 22) - 1;
 constexpr int64_t kMaxTx = (int64_t{1} << 20) - 1;  // |tx-count| the ISA allows
+constexpr uint64_t kValidBit = uint64_t{1} << 62;
 constexpr uint64_t kPhaseBit = uint64_t{1} << 63;
 
 struct Mbar {
   uint32_t pending, expected;
   int64_t tx;
   bool phase;
+  bool valid = true;
 };
 
 Mbar Decode(uint64_t v) {
@@ -49,12 +51,14 @@ Mbar Decode(uint64_t v) {
   int64_t tx = static_cast<int64_t>((v >> kTxShift) & kTxMask);
   b.tx = tx >= int64_t{1} << 21 ? tx - (int64_t{1} << 22) : tx;
   b.phase = (v & kPhaseBit) != 0;
+  b.valid = (v & kValidBit) != 0;
   return b;
 }
 
 uint64_t Encode(const Mbar& b) {
   return uint64_t{b.pending} | (uint64_t{b.expected} << kExpectedShift) |
-         ((static_cast<uint64_t>(b.tx) & kTxMask) << kTxShift) | (b.phase ? kPhaseBit : 0);
+         ((static_cast<uint64_t>(b.tx) & kTxMask) << kTxShift) | kValidBit |
+         (b.phase ? kPhaseBit : 0);
 }
 
 // The phase completes once every expected arrival happened and every expected transaction
@@ -98,7 +102,7 @@ bool LoadMbar(const Inst& in, Warp& w, int lane, const char* what, uint64_t** wo
   *word = MbarWord(in, w, lane, what);
   if (!*word) return false;
   *b = Decode(**word);
-  if (b->expected == 0) {
+  if (!b->valid) {
     MbarFault(w, in, lane, what, "the mbarrier object is not initialized");
     return false;
   }
@@ -166,7 +170,7 @@ bool ExecMbarrier(const Inst& in, Warp& w, uint32_t m) {
       uint32_t count = LoadReg<uint32_t>(r, in.a[1], i);
       if (count == 0 || count > kCountMask)
         return MbarFault(w, in, i, what, "expected arrival count out of range [1, 2^20 - 1]");
-      *word = Encode(Mbar{count, count, 0, false});
+      *word = Encode(Mbar{count, count, 0, false, true});
       ++w.block->mbarrier_events;
       continue;
     }
@@ -301,14 +305,15 @@ Status LowerMbarrier(LowerCtx& c) {
     PVGPU_TRY(c.NeedOps(2));
     PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, Ty::kU32));
   } else if (in.aux == kArrive) {
-    // state, [addr]{, txCount}{, count}; .noComplete needs the count.
-    const size_t first = expect_tx ? 3 : 2;
-    if (ops.size() < first || ops.size() > first + 1 || ((in.flags & 2) && ops.size() == first))
+    // state, [addr], txCount (expect_tx) or state, [addr]{, count}; .noComplete needs the count.
+    if (ops.size() < 2 || ops.size() > 3 || (expect_tx && ops.size() != 3) ||
+        ((in.flags & 2) && ops.size() != 3))
       return c.Err("bad operands for " + c.inst().text);
     if (expect_tx) {
       PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(2, Ty::kU32));
+    } else {
+      PVGPU_ASSIGN_OR_RETURN(in.a[1], OptionalSrc(c, 2, Ty::kU32));
     }
-    PVGPU_ASSIGN_OR_RETURN(in.a[1], OptionalSrc(c, first, Ty::kU32));
     if (ops[0].kind != ast::Operand::Kind::kSink) {
       PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, Ty::kB64));
     }
@@ -476,7 +481,7 @@ bool ExecBulkToShared(const Inst& in, Warp& w, uint32_t m) {
     }
     uint64_t* word = reinterpret_cast<uint64_t*>(p);
     Mbar b = Decode(*word);
-    if (b.expected == 0) return MbarFault(w, in, i, what, "the mbarrier object is not initialized");
+    if (!b.valid) return MbarFault(w, in, i, what, "the mbarrier object is not initialized");
     std::memmove(d, s, size);
     if (!AddTx(in, w, i, b, -static_cast<int64_t>(size), what)) return true;
     MaybeCompletePhase(b);

@@ -242,7 +242,7 @@ TEST(MbarrierTest, PhasesCountsAndTransactions) {
   selp.u32 %r2, 1, 0, %p1;
   st.global.u32 [%rd0+36], %r2;
   mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %rd7, [bar], 32;
-  mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 16, 1;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 16;
   mbarrier.complete_tx.shared::cta.b64 [bar], 40;
   mbarrier.try_wait.parity.shared::cta.b64 %p1, [bar], 1;
   selp.u32 %r2, 1, 0, %p1;
@@ -356,6 +356,25 @@ $W:
   EXPECT_EQ(r.status.code(), Code::kLaunchFailed) << r.status.ToString();
   EXPECT_NE(r.status.message().find("mbarrier deadlock"), std::string::npos)
       << r.status.message();
+}
+
+TEST(MbarrierTest, EveryParticipantDropping) {
+  // Both participants leave with arrive_drop: the phase completes and the object stays valid.
+  auto r = RunSnippet(R"(
+  .shared .align 8 .b64 bar;
+  setp.eq.u32 %p1, %r0, 0;
+  @%p1 mbarrier.init.shared.b64 [bar], 2;
+  bar.sync 0;
+  mbarrier.arrive_drop.shared.b64 %rd2, [bar];
+  mbarrier.test_wait.parity.shared.b64 %p2, [bar], 0;
+  selp.u32 %r1, 1, 0, %p2;
+  mul.wide.u32 %rd3, %r0, 4;
+  add.s64 %rd4, %rd0, %rd3;
+  st.global.u32 [%rd4], %r1;
+  )",
+                      {}, 2, 2);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out, (std::vector<uint32_t>{1, 1}));
 }
 
 TEST(MbarrierTest, MisuseFaults) {
