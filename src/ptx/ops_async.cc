@@ -562,6 +562,15 @@ StatusOr<uint64_t> ImmediateOp(LowerCtx& c, size_t i) {
   return o.value;
 }
 
+// The cache-policy operand of .L2::cache_hint (the last one) must name a 64-bit value; the
+// hint itself changes nothing here.
+Status CheckCachePolicy(LowerCtx& c) {
+  if (!c.Has(".L2::cache_hint")) return Status::Ok();
+  PVGPU_ASSIGN_OR_RETURN(uint32_t policy, c.Src(static_cast<int>(c.ops().size() - 1), Ty::kB64));
+  (void)policy;
+  return Status::Ok();
+}
+
 MemSpace SharedSpace(const LowerCtx& c) {
   return c.Has(".shared") || c.Has(".shared::cta") || c.Has(".shared::cluster")
              ? MemSpace::kShared
@@ -593,6 +602,7 @@ Status LowerCpAsyncCopy(LowerCtx& c) {
       PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(3, Ty::kU32));
     }
   }
+  PVGPU_TRY(CheckCachePolicy(c));
   PVGPU_ASSIGN_OR_RETURN(in.a[4], AddressReg(c, c.ops()[0], MemSpace::kShared));
   PVGPU_ASSIGN_OR_RETURN(in.a[3], AddressReg(c, c.ops()[1], MemSpace::kGlobal));
   c.Emit(in);
@@ -632,6 +642,7 @@ Status LowerBulk(LowerCtx& c) {
     if (!c.Has(".global") || !c.Has(".shared::cta") || c.ops().size() != 3 + hint)
       return c.Unsupported();
     in.fn = ExecBulkToGlobal;
+    PVGPU_TRY(CheckCachePolicy(c));
     PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(2, Ty::kU32));
     PVGPU_ASSIGN_OR_RETURN(in.a[4], AddressReg(c, c.ops()[0], MemSpace::kGlobal));
     PVGPU_ASSIGN_OR_RETURN(in.a[3], AddressReg(c, c.ops()[1], MemSpace::kShared));
@@ -650,6 +661,7 @@ Status LowerBulk(LowerCtx& c) {
   if (src == MemSpace::kGeneric) return c.Unsupported();
   in.fn = ExecBulkToShared;
   in.n = static_cast<uint16_t>(src);
+  PVGPU_TRY(CheckCachePolicy(c));
   PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(2, Ty::kU32));
   PVGPU_ASSIGN_OR_RETURN(in.a[4], AddressReg(c, c.ops()[0], MemSpace::kShared));
   PVGPU_ASSIGN_OR_RETURN(in.a[3], AddressReg(c, c.ops()[1], src));
