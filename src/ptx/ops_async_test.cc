@@ -525,7 +525,9 @@ TEST(TargetTest, LoaderRejectsTargetsAboveTheMaximum) {
 namespace pvgpu::ptx {
 namespace {
 
+using testing::Runner;
 using testing::RunSnippet;
+using testing::SnippetKernel;
 
 float Half(uint32_t h) {
   int exp = (h >> 10) & 0x1F, frac = h & 0x3FF;
@@ -754,6 +756,38 @@ L1:
 
   testing::Runner no_list(testing::SnippetKernel("brx.idx %r0, nowhere;\n"));
   EXPECT_FALSE(no_list.ok());
+}
+
+TEST(MemoryFormsTest, B128LoadsStoresAndMoves) {
+  auto r = RunSnippet(R"(
+  .reg .b128 %q<2>;
+  ld.global.b128 %q0, [%rd1];
+  mov.b128 {%rd2, %rd3}, %q0;
+  mov.b128 %q1, {%rd3, %rd2};
+  st.global.b128 [%rd0], %q1;
+  mov.b128 %q1, %q0;
+  st.global.b128 [%rd0+16], %q1;
+  mov.b128 {%rd4, _}, %q1;
+  st.global.b64 [%rd0+32], %rd4;
+  )",
+                      {1, 2, 3, 4}, 10, 1);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out, (std::vector<uint32_t>{3, 4, 1, 2, 1, 2, 3, 4, 1, 2}));
+
+  auto misaligned = RunSnippet(R"(
+  .reg .b128 %q0;
+  ld.global.b128 %q0, [%rd1+8];
+  )",
+                               {1, 2, 3, 4, 5, 6}, 1, 1);
+  EXPECT_EQ(misaligned.status.code(), Code::kMisalignedAddress) << misaligned.status.ToString();
+
+  Runner mismatch(SnippetKernel(R"(
+  .reg .b128 %q0;
+  mov.b64 %rd2, %q0;
+  )"));
+  EXPECT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.load_status().message().find(".b128 register mismatch"), std::string::npos)
+      << mismatch.load_status().message();
 }
 
 }  // namespace

@@ -245,10 +245,13 @@ MemSpace SpaceFromMods(const LowerCtx& c) {
 Status LowerLdSt(LowerCtx& c, bool store) {
   PVGPU_TRY(c.NeedOps(2));
   Ty t = c.TypeMod();
-  uint32_t bytes = TypeSize(t);
+  // .b128 moves a 128-bit register's two 64-bit halves (see ClassOf).
+  const bool b128 = t == Ty::kB128;
+  uint32_t bytes = b128 ? 8 : TypeSize(t);
   if (bytes == 0 || bytes > 8) return c.Unsupported("type");
   int vec = c.Has(".v2") ? 2 : c.Has(".v4") ? 4 : 1;
-  if (c.Has(".v8")) return c.Unsupported();
+  if (c.Has(".v8") || (b128 && vec != 1)) return c.Unsupported();
+  if (b128) vec = 2;
   const ast::Operand& addr_op = store ? c.ops()[0] : c.ops()[1];
   const ast::Operand& val_op = store ? c.ops()[1] : c.ops()[0];
   if (store) EmitReleaseFence(c);
@@ -281,6 +284,17 @@ Status LowerLdSt(LowerCtx& c, bool store) {
   Ty raw = bytes == 8 ? Ty::kB64 : bytes == 4 ? Ty::kB32 : bytes == 2 ? Ty::kB16 : Ty::kB8;
   Ty val_ty = (IsSigned(t) && !store) ? t : raw;
   std::vector<ast::Operand> elems;
+  if (b128) {
+    if (store) {
+      PVGPU_ASSIGN_OR_RETURN(in.a[0], c.SrcOp(val_op, Ty::kB128));
+    } else {
+      PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(val_op, Ty::kB128));
+    }
+    in.a[1] = in.a[0] + 256;
+    c.Emit(in);
+    if (!store) EmitAcquireFence(c);
+    return Status::Ok();
+  }
   if (vec > 1) {
     if (val_op.kind != ast::Operand::Kind::kVector ||
         val_op.elems.size() != static_cast<size_t>(vec))
