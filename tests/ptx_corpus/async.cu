@@ -49,6 +49,24 @@ extern "C" __global__ void barrier_reverse(const int* in, int* out, int n) {
     out[static_cast<size_t>(blockIdx.x) * n + i] = tile[n - 1 - i] + static_cast<int>(block.size());
 }
 
+// A 16-byte aligned cuda::memcpy_async: on sm_90 a bulk copy (cp.async.bulk with
+// mbarrier::complete_tx, its expect_tx issued after the copy), on sm_80 cp.async. Each block
+// sums its n4 float4s into out[blockIdx.x].
+extern "C" __global__ void bulk_sum(const float4* in, float* out, int n4) {
+  extern __shared__ float4 tile4[];
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  auto block = cg::this_thread_block();
+  if (block.thread_rank() == 0) init(&bar, block.size());
+  block.sync();
+  const float4* src = in + static_cast<size_t>(blockIdx.x) * n4;
+  cuda::memcpy_async(block, tile4, src, cuda::aligned_size_t<16>(sizeof(float4) * n4), bar);
+  bar.arrive_and_wait();
+  float acc = 0;
+  for (int i = threadIdx.x; i < n4; i += blockDim.x)
+    acc += tile4[i].x + tile4[i].y + tile4[i].z + tile4[i].w;
+  atomicAdd(&out[blockIdx.x], acc);
+}
+
 // cooperative_groups::memcpy_async of two arrays into shared memory, cg::wait, then
 // out[i] = a[i] * b[i] within each block's slice.
 extern "C" __global__ void cg_multiply(const float* a, const float* b, float* out, int n) {
