@@ -790,5 +790,33 @@ TEST(MemoryFormsTest, B128LoadsStoresAndMoves) {
       << mismatch.load_status().message();
 }
 
+TEST(MemoryFormsTest, V8LoadsAndStoresOf32BitElements) {
+  auto r = RunSnippet(R"(
+  ld.global.v8.b32 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd1];
+  add.u32 %r1, %r1, 100;
+  add.u32 %r8, %r8, 100;
+  st.global.v8.u32 [%rd0], {%r8, %r7, %r6, %r5, %r4, %r3, %r2, %r1};
+  ld.global.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, [%rd1];
+  st.global.f32 [%rd0+32], %f8;
+  )",
+                      {1, 2, 3, 4, 5, 6, 7, 8}, 9, 1);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out, (std::vector<uint32_t>{108, 7, 6, 5, 4, 3, 2, 101, 8}));
+
+  // Aligned to 16 but not 32: the whole access faults before either half runs.
+  auto misaligned = RunSnippet(R"(
+  st.global.v8.b32 [%rd0+16], {%r0, %r0, %r0, %r0, %r0, %r0, %r0, %r0};
+  )",
+                               {}, 16, 1);
+  EXPECT_EQ(misaligned.status.code(), Code::kMisalignedAddress) << misaligned.status.ToString();
+  EXPECT_EQ(misaligned.out[4], 0xDEADBEEFu);
+
+  Runner shared(SnippetKernel(R"(
+  .shared .align 32 .b8 s[32];
+  ld.shared.v8.b32 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [s];
+  )"));
+  EXPECT_FALSE(shared.ok());
+}
+
 }  // namespace
 }  // namespace pvgpu::ptx
