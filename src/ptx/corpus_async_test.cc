@@ -39,8 +39,8 @@ TEST_P(AsyncCorpusTest, PipelinePrimitivesDoubleBuffer) {
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 97) * 0.5f - 7;
   uint64_t din = r.mem().Upload(in);
   uint64_t dout = r.mem().Alloc(in.size() * 4);
-  ASSERT_TRUE(r.Launch("pipeline_scale", {blocks, 1, 1}, {threads, 1, 1},
-                       {din, dout, chunks}, 2 * threads * 4)
+  ASSERT_TRUE(r.Launch("pipeline_scale", {blocks, 1, 1}, {threads, 1, 1}, {din, dout, chunks},
+                       2 * threads * 4)
                   .ok());
   auto out = r.mem().Download<float>(dout, in.size());
   for (int b = 0; b < blocks; ++b)

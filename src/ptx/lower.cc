@@ -340,8 +340,7 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
       if (s->cls == want) return off;
       if (s->cls == 'p' || want == 'p')
         return ErrAt(o, "predicate/register mismatch for " + o.name);
-      if (s->cls == 'q' || want == 'q')
-        return ErrAt(o, ".b128 register mismatch for " + o.name);
+      if (s->cls == 'q' || want == 'q') return ErrAt(o, ".b128 register mismatch for " + o.name);
       Inst in;
       in.fn = ExecExtend;
       in.a[0] = Temp(want);

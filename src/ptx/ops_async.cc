@@ -111,8 +111,8 @@ bool LoadMbar(const Inst& in, Warp& w, int lane, const char* what, uint64_t** wo
 
 // Arrives `count` times; `drop` also lowers the expected count of later phases. Returns false
 // after a fault. *state receives the word after the arrival, before the phase completes.
-bool Arrive(const Inst& in, Warp& w, int lane, uint64_t* word, Mbar& b, uint32_t count,
-            bool drop, bool no_complete, uint64_t* state, const char* what) {
+bool Arrive(const Inst& in, Warp& w, int lane, uint64_t* word, Mbar& b, uint32_t count, bool drop,
+            bool no_complete, uint64_t* state, const char* what) {
   if (count == 0 || count > kCountMask) {
     MbarFault(w, in, lane, what, "arrival count out of range [1, 2^20 - 1]");
     return false;
@@ -148,10 +148,9 @@ bool AddTx(const Inst& in, Warp& w, int lane, Mbar& b, int64_t delta, const char
 // mbarrier handlers
 
 enum MbarOp : uint8_t { kInit, kInval, kArrive, kExpectTx, kCompleteTx, kTestWait, kTryWait };
-constexpr const char* kMbarNames[] = {"mbarrier.init",        "mbarrier.inval",
-                                      "mbarrier.arrive",      "mbarrier.expect_tx",
-                                      "mbarrier.complete_tx", "mbarrier.test_wait",
-                                      "mbarrier.try_wait"};
+constexpr const char* kMbarNames[] = {
+    "mbarrier.init",        "mbarrier.inval",     "mbarrier.arrive",  "mbarrier.expect_tx",
+    "mbarrier.complete_tx", "mbarrier.test_wait", "mbarrier.try_wait"};
 
 // aux: MbarOp. a[0]: state (arrive, kNoReg for '_') or waitComplete predicate (test/try_wait);
 // a[1]: count (init, arrive; kNoReg: 1), txCount (expect_tx, complete_tx), state or phase
@@ -186,8 +185,7 @@ bool ExecMbarrier(const Inst& in, Warp& w, uint32_t m) {
     if (!LoadMbar(in, w, i, what, &word, &b)) return true;
     switch (op) {
       case kArrive: {
-        if (in.a[2] != kNoReg &&
-            !AddTx(in, w, i, b, LoadReg<uint32_t>(r, in.a[2], i), what))
+        if (in.a[2] != kNoReg && !AddTx(in, w, i, b, LoadReg<uint32_t>(r, in.a[2], i), what))
           return true;
         uint32_t count = in.a[1] != kNoReg ? LoadReg<uint32_t>(r, in.a[1], i) : 1;
         uint64_t state = 0;
@@ -331,7 +329,6 @@ Status LowerMbarrier(LowerCtx& c) {
   return Status::Ok();
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // cp.async and cp.async.bulk
 
@@ -358,8 +355,8 @@ void CopyFault(Warp& w, const Inst& in, int lane, const char* role, uint64_t add
 }
 
 // Host pointer for a copy's side in space s, or nullptr after a fault; `align` checks it too.
-uint8_t* CopySide(Warp& w, const Inst& in, int lane, const char* role, uint64_t addr,
-                  uint32_t size, MemSpace s, uint32_t align, bool writable) {
+uint8_t* CopySide(Warp& w, const Inst& in, int lane, const char* role, uint64_t addr, uint32_t size,
+                  MemSpace s, uint32_t align, bool writable) {
   uint8_t* p = ResolveAny(w, s, lane, addr, size, writable);
   if (!p || (addr & (align - 1))) {
     CopyFault(w, in, lane, role, addr, size, s, p != nullptr);
@@ -418,11 +415,10 @@ bool ExecCpAsync(const Inst& in, Warp& w, uint32_t m) {
       return true;
     }
     if (!CopySide(w, in, i, "destination", dst, size, MemSpace::kShared, size, true)) return true;
-    if (src_size &&
-        !CopySide(w, in, i, "source", src, src_size, MemSpace::kGlobal, size, false))
+    if (src_size && !CopySide(w, in, i, "source", src, src_size, MemSpace::kGlobal, size, false))
       return true;
-    w.async_copies.push_back(AsyncCopy{src, dst, size, src_size, w.async_groups[i],
-                                       static_cast<uint8_t>(i), false});
+    w.async_copies.push_back(
+        AsyncCopy{src, dst, size, src_size, w.async_groups[i], static_cast<uint8_t>(i), false});
   }
   return false;
 }
@@ -592,10 +588,10 @@ Status LowerCpAsyncCopy(LowerCtx& c) {
   in.n = static_cast<uint16_t>(size);
   if (extra == 1) {
     const ast::Operand& o = c.ops()[3];
-    StatusOr<uint32_t> pred = o.kind == ast::Operand::Kind::kReg ||
-                                      o.kind == ast::Operand::Kind::kSymbol
-                                  ? c.Src(3, Ty::kPred)
-                                  : StatusOr<uint32_t>(Status(Code::kInvalidPtx, ""));
+    StatusOr<uint32_t> pred =
+        o.kind == ast::Operand::Kind::kReg || o.kind == ast::Operand::Kind::kSymbol
+            ? c.Src(3, Ty::kPred)
+            : StatusOr<uint32_t>(Status(Code::kInvalidPtx, ""));
     if (pred.ok()) {
       in.a[2] = *pred;
     } else {
@@ -649,13 +645,12 @@ Status LowerBulk(LowerCtx& c) {
     c.Emit(in);
     return Status::Ok();
   }
-  if (!c.Has(".mbarrier::complete_tx::bytes") || c.ops().size() != 4 + hint)
-    return c.Unsupported();
+  if (!c.Has(".mbarrier::complete_tx::bytes") || c.ops().size() != 4 + hint) return c.Unsupported();
   // [dst] in mods[2] (shared::cluster, or shared::cta), [src] in mods[3] (global or shared::cta).
   const auto& mods = c.inst().mods;
   if (mods.size() < 4 || (mods[2] != ".shared::cluster" && mods[2] != ".shared::cta"))
     return c.Unsupported();
-  const MemSpace src = mods[3] == ".global"       ? MemSpace::kGlobal
+  const MemSpace src = mods[3] == ".global"        ? MemSpace::kGlobal
                        : mods[3] == ".shared::cta" ? MemSpace::kShared
                                                    : MemSpace::kGeneric;
   if (src == MemSpace::kGeneric) return c.Unsupported();

@@ -67,7 +67,8 @@ TEST(CpAsyncTest, CopiesLandAtTheWaitForTheirGroup) {
 
 TEST(CpAsyncTest, SrcSizeZeroFillsIgnoreSrcAndHints) {
   // Shared memory is first filled with 0xFFFFFFFF so that zero fill shows.
-  auto r = RunSnippet(R"(
+  auto r =
+      RunSnippet(R"(
   .shared .align 16 .b8 s[96];
   .reg .pred %q<2>;
   mov.u32 %r1, s;
@@ -101,16 +102,15 @@ $COPY:
   setp.lt.u32 %q0, %r3, 96;
   @%q0 bra $COPY;
   )",
-                      {0x44332211, 0x88776655, 0xCCBBAA99, 0x00FFEEDD, 0x01020304, 0x05060708},
-                      24, 1);
+                 {0x44332211, 0x88776655, 0xCCBBAA99, 0x00FFEEDD, 0x01020304, 0x05060708}, 24, 1);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   const std::vector<uint32_t> want = {
-      0x44332211, 0x00000055, 0, 0,                   // 5 of 16 bytes, then zeros
-      0x44332211, 0x00006655, 0, 0,                   // src-size from a register (6)
-      0, 0, 0, 0,                                     // ignore-src set: all zeros
-      0x01020304, 0x05060708,                         // ignore-src clear: copied
-      0xCCBBAA99, 0x00FFEEDD,                         // 8 of 8 bytes, cache hint given
-      0, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,          // src-size 0: 4 zero bytes
+      0x44332211, 0x00000055, 0,          0,           // 5 of 16 bytes, then zeros
+      0x44332211, 0x00006655, 0,          0,           // src-size from a register (6)
+      0,          0,          0,          0,           // ignore-src set: all zeros
+      0x01020304, 0x05060708,                          // ignore-src clear: copied
+      0xCCBBAA99, 0x00FFEEDD,                          // 8 of 8 bytes, cache hint given
+      0,          0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF,  // src-size 0: 4 zero bytes
       0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF};
   EXPECT_EQ(r.out, want);
 }
@@ -334,8 +334,8 @@ TEST(MbarrierTest, WaitsInCooperativeLaunches) {
   ASSERT_TRUE(runner.ok()) << runner.load_status().ToString();
   uint64_t out = runner.mem().Upload(std::vector<uint32_t>(4 * 32, 0));
   uint64_t in = runner.mem().Upload(std::vector<uint32_t>{0});
-  Status s = runner.LaunchCooperative(testing::SharedExecutor(), "k", {4, 1, 1}, {64, 1, 1},
-                                      {out, in});
+  Status s =
+      runner.LaunchCooperative(testing::SharedExecutor(), "k", {4, 1, 1}, {64, 1, 1}, {out, in});
   ASSERT_TRUE(s.ok()) << s.ToString();
   auto got = runner.mem().Download<uint32_t>(out, 4 * 32);
   for (uint32_t t = 0; t < 4 * 32; ++t) EXPECT_EQ(got[t], 1234 + t / 32) << t;
@@ -354,8 +354,7 @@ $W:
   )",
                       {}, 1, 64);
   EXPECT_EQ(r.status.code(), Code::kLaunchFailed) << r.status.ToString();
-  EXPECT_NE(r.status.message().find("mbarrier deadlock"), std::string::npos)
-      << r.status.message();
+  EXPECT_NE(r.status.message().find("mbarrier deadlock"), std::string::npos) << r.status.message();
 }
 
 TEST(MbarrierTest, EveryParticipantDropping) {
@@ -487,8 +486,7 @@ TEST(BulkCopyTest, CopiesLeftPendingLandWhenTheThreadExits) {
 
 TEST(TargetTest, LoaderRejectsTargetsAboveTheMaximum) {
   auto module = [](const std::string& target) {
-    return ".version 8.0\n.target " + target +
-           "\n.address_size 64\n.visible .entry k() { ret; }\n";
+    return ".version 8.0\n.target " + target + "\n.address_size 64\n.visible .entry k() { ret; }\n";
   };
   EXPECT_TRUE(LoadProgram(module("sm_90a")).ok());
   EXPECT_TRUE(LoadProgram(module("sm_52")).ok());
@@ -496,8 +494,7 @@ TEST(TargetTest, LoaderRejectsTargetsAboveTheMaximum) {
   auto newer = LoadProgram(module("sm_100a"), &log);
   ASSERT_FALSE(newer.ok());
   EXPECT_EQ(newer.status().code(), Code::kInvalidPtx);
-  EXPECT_NE(newer.status().message().find(".target sm_100a is newer than sm_90"),
-            std::string::npos)
+  EXPECT_NE(newer.status().message().find(".target sm_100a is newer than sm_90"), std::string::npos)
       << newer.status().message();
   EXPECT_NE(log.find("sm_100a"), std::string::npos);
   EXPECT_TRUE(LoadProgram(module("sm_75"), nullptr, nullptr, 75).ok());
@@ -507,8 +504,9 @@ TEST(TargetTest, LoaderRejectsTargetsAboveTheMaximum) {
 
   // A link runs what its newest module needs.
   const std::string a = module("sm_75");
-  const std::string b = ".version 8.0\n.target sm_86\n.address_size 64\n"
-                        ".visible .func f() { ret; }\n";
+  const std::string b =
+      ".version 8.0\n.target sm_86\n.address_size 64\n"
+      ".visible .func f() { ret; }\n";
   std::vector<LinkSource> sources = {{"a.ptx", a}, {"b.ptx", b}};
   EXPECT_TRUE(LoadLinkedProgram(sources).ok());
   auto linked = LoadLinkedProgram(sources, nullptr, nullptr, 80);

@@ -201,16 +201,16 @@ Status LowerAtomHalfOrVector(LowerCtx& c, bool is_red) {
   const Ty reg_ty = t == Ty::kF32 ? Ty::kF32 : scalar16 ? Ty::kB16 : Ty::kB32;
   switch (a.space) {
     case MemSpace::kGlobal:
-      in.fn = half ? PickHalf<MemSpace::kGlobal>(t, op)
-                   : PickType<MemSpace::kGlobal>(Ty::kF32, kAdd);
+      in.fn =
+          half ? PickHalf<MemSpace::kGlobal>(t, op) : PickType<MemSpace::kGlobal>(Ty::kF32, kAdd);
       break;
     case MemSpace::kShared:
-      in.fn = half ? PickHalf<MemSpace::kShared>(t, op)
-                   : PickType<MemSpace::kShared>(Ty::kF32, kAdd);
+      in.fn =
+          half ? PickHalf<MemSpace::kShared>(t, op) : PickType<MemSpace::kShared>(Ty::kF32, kAdd);
       break;
     case MemSpace::kGeneric:
-      in.fn = half ? PickHalf<MemSpace::kGeneric>(t, op)
-                   : PickType<MemSpace::kGeneric>(Ty::kF32, kAdd);
+      in.fn =
+          half ? PickHalf<MemSpace::kGeneric>(t, op) : PickType<MemSpace::kGeneric>(Ty::kF32, kAdd);
       break;
     default:
       return c.Unsupported("atomics on this state space");

@@ -39,7 +39,8 @@ uint32_t OneHalf(int op, uint32_t a, uint32_t b, uint32_t c, bool sat, bool ftz)
   switch (op) {
     // The approximations' results are the exact values rounded once: within their bounds.
     case kEx2:
-      return ftz ? FlushHalf<kBf>(FromD<kBf>(std::exp2(x), false)) : FromD<kBf>(std::exp2(x), false);
+      return ftz ? FlushHalf<kBf>(FromD<kBf>(std::exp2(x), false))
+                 : FromD<kBf>(std::exp2(x), false);
     case kTanh:
       return FromD<kBf>(std::tanh(x), false);
     case kAdd:
@@ -72,8 +73,7 @@ bool ExecHalf(const Inst& in, Warp& w, uint32_t m) {
     uint32_t b = in.a[2] != kNoReg ? LoadReg<uint32_t>(r, in.a[2], i) : 0;
     uint32_t c = in.a[3] != kNoReg ? LoadReg<uint32_t>(r, in.a[3], i) : 0;
     uint32_t lo = OneHalf<kBf>(op, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF, sat, ftz) & 0xFFFF;
-    uint32_t hi =
-        in.n == 2 ? (OneHalf<kBf>(op, a >> 16, b >> 16, c >> 16, sat, ftz) & 0xFFFF) : 0;
+    uint32_t hi = in.n == 2 ? (OneHalf<kBf>(op, a >> 16, b >> 16, c >> 16, sat, ftz) & 0xFFFF) : 0;
     StoreReg<uint32_t>(r, in.a[0], i, lo | (hi << 16));
   });
   return false;
@@ -144,8 +144,7 @@ Status LowerCvtPackSat(LowerCtx& c) {
     first = 0;
   } else {
     Ty dt = c.TypeMod(0);
-    if (dt != Ty::kU16 && dt != Ty::kS16 && dt != Ty::kU8 && dt != Ty::kS8)
-      return c.Unsupported();
+    if (dt != Ty::kU16 && dt != Ty::kS16 && dt != Ty::kU8 && dt != Ty::kS8) return c.Unsupported();
     in.n = dt == Ty::kU16 || dt == Ty::kS16 ? 16 : 8;
     in.flags = dt == Ty::kS16 || dt == Ty::kS8 ? 1 : 0;
   }

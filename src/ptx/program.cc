@@ -171,8 +171,8 @@ int TargetSm(std::string_view target) {
 }
 
 StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text,
-                                                     std::string* error_log,
-                                                     std::string* info_log, int max_target_sm) {
+                                                     std::string* error_log, std::string* info_log,
+                                                     int max_target_sm) {
   auto parsed = ParseModule(ptx_text);
   if (!parsed.ok()) {
     if (error_log) *error_log += parsed.status().message() + "\n";
@@ -190,8 +190,8 @@ StatusOr<std::shared_ptr<const Program>> BuildProgram(const ast::Module& m, std:
   if (m.address_size != 64)
     return fail(Error(Code::kInvalidPtx, "only .address_size 64 is supported"));
   if (TargetSm(m.target) > max_target_sm) {
-    return fail(Error(Code::kInvalidPtx, "the module's .target " + m.target +
-                                             " is newer than sm_" + std::to_string(max_target_sm) +
+    return fail(Error(Code::kInvalidPtx, "the module's .target " + m.target + " is newer than sm_" +
+                                             std::to_string(max_target_sm) +
                                              ", the newest architecture this device runs"));
   }
   auto prog = std::make_shared<ProgramImpl>();

@@ -41,7 +41,7 @@ int TargetSm(std::string_view target);
 
 // Builds a program from a parsed (or linked) module; the second half of LoadProgram.
 StatusOr<std::shared_ptr<const Program>> BuildProgram(const ast::Module& module,
-                                                      std::string* error_log,
-                                                      std::string* info_log, int max_target_sm);
+                                                      std::string* error_log, std::string* info_log,
+                                                      int max_target_sm);
 
 }  // namespace pvgpu::ptx

@@ -74,7 +74,7 @@ struct AsyncCopy {
   uint32_t src_size = 0;      // bytes read from src (cp.async zero-fills the rest)
   uint32_t group = 0;         // the lane's commit count at issue: committed once below it
   uint8_t lane = 0;
-  bool bulk = false;          // cp.async.bulk.global.shared::cta (bulk async-groups)
+  bool bulk = false;  // cp.async.bulk.global.shared::cta (bulk async-groups)
 };
 
 struct Warp {

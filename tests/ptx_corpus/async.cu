@@ -4,9 +4,10 @@
 // __half2 arithmetic with h2exp / tanh. Compiled for compute_80 and compute_90 only.
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
-#include <cuda/barrier>
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
+
+#include <cuda/barrier>
 
 namespace cg = cooperative_groups;
 
