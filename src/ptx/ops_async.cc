@@ -14,8 +14,10 @@
 //   bit 62 set by init, bit 63 the current phase's parity.
 // Shared memory starts zeroed and inval clears the word, so an object without bit 62 is not
 // initialized: using it faults.
-// The state an arrive returns is the word after the arrival but before the phase completes: its
-// parity names the phase arrived at, its pending count is what pending_count reports.
+// The state an arrive returns is the word before the arrival (the ISA's "phase prior to the
+// arrive-on operation"): its parity names the phase arrived at, and pending_count reads its
+// pending count, the arrivals the phase still expected then (as the toolkit's sm_70 emulation of
+// mbarrier tokens in cuda_awbarrier_helpers.h computes it).
 #include <cinttypes>
 #include <cstdio>
 
@@ -110,9 +112,9 @@ bool LoadMbar(const Inst& in, Warp& w, int lane, const char* what, uint64_t** wo
 }
 
 // Arrives `count` times; `drop` also lowers the expected count of later phases. Returns false
-// after a fault. *state receives the word after the arrival, before the phase completes.
+// after a fault.
 bool Arrive(const Inst& in, Warp& w, int lane, uint64_t* word, Mbar& b, uint32_t count, bool drop,
-            bool no_complete, uint64_t* state, const char* what) {
+            bool no_complete, const char* what) {
   if (count == 0 || count > kCountMask) {
     MbarFault(w, in, lane, what, "arrival count out of range [1, 2^20 - 1]");
     return false;
@@ -123,7 +125,6 @@ bool Arrive(const Inst& in, Warp& w, int lane, uint64_t* word, Mbar& b, uint32_t
   }
   b.pending -= count;
   if (drop) b.expected -= count;
-  if (state) *state = Encode(b);
   if (no_complete && b.pending == 0 && b.tx == 0) {
     MbarFault(w, in, lane, what, ".noComplete arrival would complete the phase");
     return false;
@@ -185,12 +186,11 @@ bool ExecMbarrier(const Inst& in, Warp& w, uint32_t m) {
     if (!LoadMbar(in, w, i, what, &word, &b)) return true;
     switch (op) {
       case kArrive: {
+        const uint64_t state = *word;
         if (in.a[2] != kNoReg && !AddTx(in, w, i, b, LoadReg<uint32_t>(r, in.a[2], i), what))
           return true;
         uint32_t count = in.a[1] != kNoReg ? LoadReg<uint32_t>(r, in.a[1], i) : 1;
-        uint64_t state = 0;
-        if (!Arrive(in, w, i, word, b, count, in.flags & 4, in.flags & 2, &state, what))
-          return true;
+        if (!Arrive(in, w, i, word, b, count, in.flags & 4, in.flags & 2, what)) return true;
         if (in.a[0] != kNoReg) StoreReg<uint64_t>(r, in.a[0], i, state);
         break;
       }
@@ -529,7 +529,7 @@ bool ExecCpAsyncArrive(const Inst& in, Warp& w, uint32_t m) {
     uint64_t* word;
     Mbar b;
     if (!LoadMbar(in, w, i, what, &word, &b) ||
-        !Arrive(in, w, i, word, b, 1, false, false, nullptr, what))
+        !Arrive(in, w, i, word, b, 1, false, false, what))
       return true;
   }
   return false;

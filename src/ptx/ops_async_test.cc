@@ -256,13 +256,13 @@ TEST(MbarrierTest, PhasesCountsAndTransactions) {
                       {}, 12, 1);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   const std::vector<uint32_t> want = {
-      2,     // pending after one of three arrivals
+      3,     // a state holds the pending count before its arrival
       0,     // phase 0 incomplete
-      0,     // the completing arrival's state: nothing pending
+      2,     // the completing arrival's state: two were pending
       1, 1,  // phase 0 complete, by state and by parity
       0,     // phase 1 (parity 1) incomplete
-      2,     // arrive_drop: 3 - 1 pending, expected 2 from now on
-      1,     // phase 2 starts with 2 pending; .noComplete arrival leaves 1
+      3,     // arrive_drop in phase 1 (3 pending); expected 2 from now on
+      2,     // phase 2 starts with 2 pending
       0,     // arrivals done, 64 transaction bytes outstanding
       1,     // complete_tx finishes phase 2
       0,     // phase 3: 8 bytes still outstanding
@@ -272,7 +272,7 @@ TEST(MbarrierTest, PhasesCountsAndTransactions) {
 
 TEST(MbarrierTest, LanesArriveInOrderAndGenericAddresses) {
   // 32 lanes arrive on a count-32 barrier through a generic address: lane i's state has
-  // 31 - i arrivals pending; the last completes the phase for everyone.
+  // 32 - i arrivals pending (its own included); the last completes the phase for everyone.
   auto r = RunSnippet(R"(
   .shared .align 8 .b64 bar;
   mov.u64 %rd2, bar;
@@ -291,7 +291,7 @@ TEST(MbarrierTest, LanesArriveInOrderAndGenericAddresses) {
   )",
                       {}, 32, 32);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(r.out[t], 131 - t) << t;
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(r.out[t], 132 - t) << t;
 }
 
 // Warp 0 (scheduled first) spins in try_wait on a phase that only warp 1's arrivals complete.
