@@ -528,8 +528,7 @@ bool ExecCpAsyncArrive(const Inst& in, Warp& w, uint32_t m) {
     const int i = __builtin_ctz(t);
     uint64_t* word;
     Mbar b;
-    if (!LoadMbar(in, w, i, what, &word, &b) ||
-        !Arrive(in, w, i, word, b, 1, false, false, what))
+    if (!LoadMbar(in, w, i, what, &word, &b) || !Arrive(in, w, i, word, b, 1, false, false, what))
       return true;
   }
   return false;
