@@ -816,5 +816,61 @@ TEST(MemoryFormsTest, V8LoadsAndStoresOf32BitElements) {
   EXPECT_FALSE(shared.ok());
 }
 
+TEST(AtomicFormsTest, Atom128CasAndExch) {
+  auto r = RunSnippet(R"(
+  .reg .b128 %q<5>;
+  ld.global.b128 %q0, [%rd1];
+  mov.b64 %rd2, 10;
+  mov.b64 %rd3, 20;
+  mov.b128 %q1, {%rd2, %rd3};
+  atom.global.cas.b128 %q2, [%rd1], %q0, %q1;
+  st.global.b128 [%rd0], %q2;
+  atom.global.cas.b128 %q3, [%rd1], %q0, %q0;
+  st.global.b128 [%rd0+16], %q3;
+  mov.b64 %rd4, 30;
+  mov.b128 %q4, {%rd4, %rd4};
+  atom.exch.b128 %q3, [%rd1], %q4;
+  st.global.b128 [%rd0+32], %q3;
+  ld.global.b128 %q3, [%rd1];
+  st.global.b128 [%rd0+48], %q3;
+  )",
+                      {1, 2, 3, 4}, 16, 1);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out, (std::vector<uint32_t>{1, 2, 3, 4,      // the cas matched: old value
+                                          10, 0, 20, 0,    // no match: the current value
+                                          10, 0, 20, 0,    // exch returns it
+                                          30, 0, 30, 0}));  // and leaves its operand
+
+  // 32 lanes increment a 128-bit counter's high half with cas loops.
+  auto counter = RunSnippet(R"(
+  .reg .b128 %q<3>;
+  ld.global.b128 %q0, [%rd1];
+$RETRY:
+  mov.b128 {%rd2, %rd3}, %q0;
+  add.s64 %rd3, %rd3, 1;
+  mov.b128 %q1, {%rd2, %rd3};
+  atom.global.cas.b128 %q2, [%rd1], %q0, %q1;
+  mov.b128 {%rd4, %rd5}, %q2;
+  mov.b128 %q0, %q2;
+  add.s64 %rd5, %rd5, 1;
+  setp.ne.u64 %p2, %rd5, %rd3;
+  @%p2 bra $RETRY;
+  bar.sync 0;
+  setp.eq.u32 %p3, %r0, 0;
+  @%p3 ld.global.b128 %q0, [%rd1];
+  @%p3 st.global.b128 [%rd0], %q0;
+  )",
+                            {7, 0, 0, 0}, 4, 32);
+  ASSERT_TRUE(counter.status.ok()) << counter.status.ToString();
+  EXPECT_EQ(counter.out, (std::vector<uint32_t>{7, 0, 32, 0}));
+
+  auto misaligned = RunSnippet(R"(
+  .reg .b128 %q<2>;
+  atom.global.exch.b128 %q0, [%rd1+8], %q1;
+  )",
+                               {0, 0, 0, 0, 0, 0}, 1, 1);
+  EXPECT_EQ(misaligned.status.code(), Code::kMisalignedAddress);
+}
+
 }  // namespace
 }  // namespace pvgpu::ptx

@@ -243,9 +243,96 @@ Status LowerAtomHalfOrVector(LowerCtx& c, bool is_red) {
   return Status::Ok();
 }
 
+#if defined(__x86_64__)
+using U128 = unsigned __int128;
+
+// One 16-byte compare-and-swap (cmpxchg16b, present on every x86-64 CPU this runs on; the
+// target attribute lets the builtin inline it instead of needing libatomic).
+__attribute__((target("cx16"))) U128 Cas128(U128* p, U128 expected, U128 desired) {
+  return __sync_val_compare_and_swap(p, expected, desired);
+}
+
+U128 Load128(uint8_t* r, uint32_t off, int lane) {
+  return (U128{LoadReg<uint64_t>(r, off + 256, lane)} << 64) | LoadReg<uint64_t>(r, off, lane);
+}
+
+// atom.cas.b128 d, [a], b, c and atom.exch.b128 d, [a], b on .b128 registers (their halves at
+// off and off + 256, see ClassOf). a[0] d, a[1] b, a[2] c, a[4] base.
+template <MemSpace S, bool kCas>
+bool ExecAtom128(const Inst& in, Warp& w, uint32_t m) {
+  uint8_t* r = w.regs;
+  for (uint32_t t = m; t; t &= t - 1) {
+    int i = __builtin_ctz(t);
+    uint64_t addr = LaneAddress(in, w, i, 4);
+    uint8_t* p = Resolve<S>(w, i, addr, 16, true);
+    if (!p || (addr & 15)) {
+      AddressFault(w, in, i, addr, 16, S, p != nullptr);
+      return true;
+    }
+    U128* q = reinterpret_cast<U128*>(p);
+    const U128 b = Load128(r, in.a[1], i);
+    U128 old;
+    if constexpr (kCas) {
+      old = Cas128(q, b, Load128(r, in.a[2], i));
+    } else {
+      old = Cas128(q, 0, 0);  // an atomic read
+      for (U128 seen; (seen = Cas128(q, old, b)) != old;) old = seen;
+    }
+    StoreReg<uint64_t>(r, in.a[0], i, static_cast<uint64_t>(old));
+    StoreReg<uint64_t>(r, in.a[0] + 256, i, static_cast<uint64_t>(old >> 64));
+  }
+  return false;
+}
+#endif
+
+// atom{.sem}{.scope}{.space}.{cas,exch}.b128 (sm_90).
+Status LowerAtom128(LowerCtx& c, bool is_red) {
+#if defined(__x86_64__)
+  const bool cas = c.Has(".cas");
+  if (is_red || (!cas && !c.Has(".exch"))) return c.Unsupported();
+  MemSpace space = c.Has(".global")                            ? MemSpace::kGlobal
+                   : c.Has(".shared") || c.Has(".shared::cta") ? MemSpace::kShared
+                                                               : MemSpace::kGeneric;
+  PVGPU_TRY(c.NeedOps(cas ? 4 : 3));
+  EmitReleaseFence(c);
+  PVGPU_ASSIGN_OR_RETURN(Addr a, c.Address(c.ops()[1], space));
+  Inst in;
+  switch (a.space) {
+    case MemSpace::kGlobal:
+      in.fn = cas ? &ExecAtom128<MemSpace::kGlobal, true> : &ExecAtom128<MemSpace::kGlobal, false>;
+      break;
+    case MemSpace::kShared:
+      in.fn = cas ? &ExecAtom128<MemSpace::kShared, true> : &ExecAtom128<MemSpace::kShared, false>;
+      break;
+    case MemSpace::kGeneric:
+      in.fn =
+          cas ? &ExecAtom128<MemSpace::kGeneric, true> : &ExecAtom128<MemSpace::kGeneric, false>;
+      break;
+    default:
+      return c.Unsupported("atomics on this state space");
+  }
+  in.a[4] = a.base;
+  in.flags = a.base32 ? 1 : 0;
+  in.imm = a.imm;
+  PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(2, Ty::kB128));
+  if (cas) {
+    PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(3, Ty::kB128));
+  }
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, Ty::kB128));
+  c.MarkPoll();
+  c.Emit(in);
+  EmitAcquireFence(c);
+  return Status::Ok();
+#else
+  (void)is_red;
+  return c.Unsupported("128-bit atomics on this host");
+#endif
+}
+
 Status LowerAtomRed(LowerCtx& c, bool is_red) {
   if (IsHalf(c.TypeMod()) || c.Has(".v2") || c.Has(".v4") || c.Has(".v8"))
     return LowerAtomHalfOrVector(c, is_red);
+  if (c.TypeMod() == Ty::kB128) return LowerAtom128(c, is_red);
   static const char* kNames[] = {".add", ".min",  ".max", ".inc", ".dec",
                                  ".cas", ".exch", ".and", ".or",  ".xor"};
   int op = -1;
