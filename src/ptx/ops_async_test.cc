@@ -836,9 +836,9 @@ TEST(AtomicFormsTest, Atom128CasAndExch) {
   )",
                       {1, 2, 3, 4}, 16, 1);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  EXPECT_EQ(r.out, (std::vector<uint32_t>{1, 2, 3, 4,      // the cas matched: old value
-                                          10, 0, 20, 0,    // no match: the current value
-                                          10, 0, 20, 0,    // exch returns it
+  EXPECT_EQ(r.out, (std::vector<uint32_t>{1, 2, 3, 4,       // the cas matched: old value
+                                          10, 0, 20, 0,     // no match: the current value
+                                          10, 0, 20, 0,     // exch returns it
                                           30, 0, 30, 0}));  // and leaves its operand
 
   // 32 lanes increment a 128-bit counter's high half with cas loops.
