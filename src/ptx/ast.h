@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pvgpu::ptx::ast {
@@ -92,6 +93,8 @@ struct Function {
   uint32_t maxntid[3] = {0, 0, 0};
   uint32_t reqntid[3] = {0, 0, 0};
   int line = 0, col = 0;
+  // "name: .branchtargets L0, L1, ...;" lists in the body, for brx.idx (name, labels).
+  std::vector<std::pair<std::string, std::vector<Operand>>> branch_targets;
 };
 
 struct Module {

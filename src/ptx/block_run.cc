@@ -25,6 +25,12 @@ Status Deadlock(const LaunchCtx& L) {
                                          ": every live warp waits at a barrier");
 }
 
+// Rounds in which every runnable warp waited on an mbarrier phase and no mbarrier changed
+// before an ordinary launch reports a deadlock. Only this block's threads can complete its
+// mbarriers, so such rounds repeat until a wait loop gives up by itself (a retry limit): the
+// bound leaves those loops ample room.
+constexpr uint32_t kMaxIdleMbarrierRounds = 1u << 20;
+
 }  // namespace
 
 uint64_t BlockScratchBytes(const LaunchCtx& L) {
@@ -46,6 +52,7 @@ void StartBlock(LaunchCtx& L, uint64_t linear, Block& block, Scratch& s) {
   block.shared = Aligned64(s.shared, L.shared_bytes);
   std::memset(block.shared, 0, L.shared_bytes);
   block.live_threads = nthreads;
+  block.mbarrier_events = 0;
   const size_t reg_stride = RegStride(img);
   uint8_t* regs = Aligned64(s.regs, reg_stride * nwarps);
   uint8_t* local = Aligned64(s.local, size_t{img.local_bytes} * nwarps * 32);
@@ -79,6 +86,9 @@ void StartBlock(LaunchCtx& L, uint64_t linear, Block& block, Scratch& s) {
     w.uniform_wait = false;
     w.has_called = false;
     w.spins = 0;
+    w.async_copies.clear();
+    std::memset(w.async_groups, 0, sizeof(w.async_groups));
+    std::memset(w.bulk_groups, 0, sizeof(w.bulk_groups));
     for (int i = 0; i < 32; ++i) {
       w.lane_pc[i] = 0;
       w.stack[i].clear();
@@ -122,15 +132,21 @@ void StartBlock(LaunchCtx& L, uint64_t linear, Block& block, Scratch& s) {
 }
 
 void FinishBlock(LaunchCtx& L, Scratch& s) {
-  // Round-robin over warps; each runs until it exits or waits at a barrier.
+  // Round-robin over warps; each runs until it exits, waits at a barrier or yields in an
+  // mbarrier wait whose phase is incomplete.
+  const Block* block = s.warps.empty() ? nullptr : s.warps[0].block;
+  uint32_t idle_rounds = 0;
   while (!L.failed.load(std::memory_order_relaxed)) {
-    bool progress = false, all_done = true;
+    bool progress = false, all_done = true, only_waits = true;
+    const uint64_t events = block ? block->mbarrier_events : 0;
     for (Warp& w : s.warps) {
+      if (w.state == WarpState::kYielded) w.state = WarpState::kRunning;
       if (w.state == WarpState::kRunning) {
         if (w.active == 0) w.Reschedule();
         if (w.state == WarpState::kRunning) {
           RunWarp(w);
           progress = true;
+          only_waits &= w.state == WarpState::kYielded;
         }
       }
       if (w.state != WarpState::kDone) all_done = false;
@@ -139,6 +155,13 @@ void FinishBlock(LaunchCtx& L, Scratch& s) {
     if (all_done) return;
     if (!progress) {
       L.Fail(Deadlock(L));
+      return;
+    }
+    idle_rounds = only_waits && block->mbarrier_events == events ? idle_rounds + 1 : 0;
+    if (idle_rounds >= kMaxIdleMbarrierRounds) {
+      L.Fail(Status(Code::kLaunchFailed, "mbarrier deadlock in kernel " + L.image->name +
+                                             ": every live warp waits on an mbarrier phase "
+                                             "that no thread can complete"));
       return;
     }
   }

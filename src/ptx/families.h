@@ -9,10 +9,15 @@ namespace pvgpu::ptx {
 enum class Round : uint8_t { kNone, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi, kRna };
 Round RoundMod(const LowerCtx& c);
 
-// f16/bf16 (and x2) forms of add/sub/mul/fma/neg/abs/min/max (ops_half.cc).
+// f16/bf16 (and x2) forms of add/sub/mul/fma/neg/abs/min/max, ex2.approx, tanh.approx
+// (ops_half.cc).
 Status LowerHalfArith(LowerCtx& c);
-// cvt.rn.{f16x2,bf16x2}.f32 d, a, b (ops_half.cc).
+// cvt.{rn,rz}{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b, the scalar .f16 / .bf16 forms with
+// .relu or .satfinite, and cvt.pack.sat (ops_half.cc).
 Status LowerCvtPackHalf(LowerCtx& c);
+// One f16 (bf: bf16) add ('a'), min ('n') or max ('x') of the low 16 bits of a and b, rounded
+// to nearest (ops_half.cc): the half-precision atomics.
+uint32_t HalfBinary(char op, bool bf, uint32_t a, uint32_t b);
 // Float add/sub/mul/fma/div/sqrt/rcp with a directed rounding mode (ops_round.cc).
 // op: 'a' add, 's' sub, 'm' mul, 'f' fma, 'd' div, 'q' sqrt, 'r' rcp.
 Status LowerRounded(LowerCtx& c, char op, Ty t, Round rm, bool ftz, bool sat, int nsrc);

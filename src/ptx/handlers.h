@@ -29,6 +29,9 @@ int DeviceLaunchDepth();
 Status RunDeviceLaunches(LaunchCtx& parent, const std::function<Status(int kernel,
                          const LaunchConfig&, std::span<const uint8_t>)>& launch);
 
+// Performs the cp.async and cp.async.bulk copies that `lanes` leave pending as they exit:
+// hardware completes them whether or not the thread waited (ops_async.cc). False after a fault.
+bool FinishAsyncCopies(const Inst& in, Warp& w, uint32_t lanes);
 // a[0]: dst (64-bit class), aux: 0 clock (32-bit dst), 1 clock64, 2 globaltimer
 bool ExecReadClock(const Inst& in, Warp& w, uint32_t mask);
 

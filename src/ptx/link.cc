@@ -84,7 +84,9 @@ class Linker {
     if (merged_.version.empty() || VersionOf(m.version) > VersionOf(merged_.version)) {
       merged_.version = m.version;
     }
-    if (merged_.target.empty()) merged_.target = m.target;
+    // The link runs what its newest module needs.
+    if (merged_.target.empty() || TargetSm(m.target) > TargetSm(merged_.target))
+      merged_.target = m.target;
     MakePrivateNamesUnique(k, m);
     for (auto& g : m.globals) PVGPU_TRY(Merge(k, std::move(g), merged_.globals, false));
     for (auto& f : m.functions) PVGPU_TRY(Merge(k, std::move(f), merged_.functions, true));
@@ -252,7 +254,8 @@ std::vector<bool> SelectModules(std::span<const LinkSource> sources,
 
 StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkSource> sources,
                                                            std::string* error_log,
-                                                           std::string* info_log) {
+                                                           std::string* info_log,
+                                                           int max_target_sm) {
   auto fail = [&](const Status& s) -> Status {
     if (error_log) *error_log += s.message() + "\n";
     return s;
@@ -284,7 +287,7 @@ StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkS
     *info_log += "pvgpu ptx: linked " + std::to_string(count) + " of " +
                  std::to_string(sources.size()) + " modules\n";
   }
-  return BuildProgram(linker.merged(), error_log, info_log);
+  return BuildProgram(linker.merged(), error_log, info_log, max_target_sm);
 }
 
 }  // namespace pvgpu::ptx

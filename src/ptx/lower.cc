@@ -13,7 +13,9 @@
 namespace pvgpu::ptx {
 namespace {
 
-constexpr uint32_t SlotBytes(char cls) { return cls == 'p' ? 4 : cls == 'w' ? 128 : 256; }
+constexpr uint32_t SlotBytes(char cls) {
+  return cls == 'p' ? 4 : cls == 'w' ? 128 : cls == 'q' ? 512 : 256;
+}
 constexpr uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }
 
 // Register class conversion inserted when an instruction's type and a register's declared
@@ -303,6 +305,7 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
   }
   const ast::Operand& o = *op;
   const char want = ClassOf(t);
+  if (want == 'q' && o.kind != K::kReg) return ErrAt(o, "expected a .b128 register");
   switch (o.kind) {
     case K::kReg: {
       if (o.name == "%clock" || o.name == "%clock64" || o.name == "%globaltimer" ||
@@ -337,6 +340,7 @@ StatusOr<uint32_t> LowerCtx::SrcOp(const ast::Operand& o_in, Ty t) {
       if (s->cls == want) return off;
       if (s->cls == 'p' || want == 'p')
         return ErrAt(o, "predicate/register mismatch for " + o.name);
+      if (s->cls == 'q' || want == 'q') return ErrAt(o, ".b128 register mismatch for " + o.name);
       Inst in;
       in.fn = ExecExtend;
       in.a[0] = Temp(want);
@@ -430,6 +434,7 @@ StatusOr<uint32_t> LowerCtx::DstOp(const ast::Operand& o, Ty t) {
   if (module_syms_.count(o.name)) return ErrAt(o, "cannot write special register " + o.name);
   if ((s->cls == 'p') != (want == 'p'))
     return ErrAt(o, "predicate/register mismatch for " + o.name);
+  if ((s->cls == 'q') != (want == 'q')) return ErrAt(o, ".b128 register mismatch for " + o.name);
   uint32_t tsize = TypeSize(t), rsize = TypeSize(s->ty);
   if (s->cls == want && !(want == 'w' && IsSigned(t) && tsize < rsize && tsize > 0)) return off;
   // Write to a temporary of the instruction's width, then widen or narrow into the register.

@@ -70,6 +70,7 @@ void RegisterMath(OpTable& t);
 void RegisterControl(OpTable& t);
 void RegisterHalf(OpTable& t);
 void RegisterTexture(OpTable& t);  // ops_texture.cc
+void RegisterAsync(OpTable& t);    // ops_async.cc
 const OpTable& GlobalOpTable();
 
 class LowerCtx {

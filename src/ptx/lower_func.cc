@@ -13,7 +13,9 @@ namespace pvgpu::ptx {
 namespace {
 
 constexpr uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }
-constexpr uint32_t SlotBytes(char cls) { return cls == 'p' ? 4 : cls == 'w' ? 128 : 256; }
+constexpr uint32_t SlotBytes(char cls) {
+  return cls == 'p' ? 4 : cls == 'w' ? 128 : cls == 'q' ? 512 : 256;
+}
 // Per-thread stack budget for (possibly) recursive call chains.
 constexpr uint32_t kRecursionStackBytes = 16 * 1024;
 constexpr uint64_t kMaxLocalBytes = 512 * 1024;
@@ -59,7 +61,7 @@ Status LowerCtx::DeclareLocal(const ast::VarDecl& d) {
   s.ty = ParseType(d.type);
   switch (d.space) {
     case ast::Space::kReg: {
-      if (s.ty == Ty::kNone || s.ty == Ty::kB128 || d.vector != 1 || d.has_dims)
+      if (s.ty == Ty::kNone || d.vector != 1 || d.has_dims)
         return PtxErrorAt(d.line, d.col, "unsupported register declaration " + d.name);
       s.kind = Sym::Kind::kReg;
       s.cls = ClassOf(s.ty);
@@ -71,10 +73,15 @@ Status LowerCtx::DeclareLocal(const ast::VarDecl& d) {
       // and every slot size is a multiple of its alignment; predicates are 4-byte packed.
       s.count = d.is_range ? count : 0;
       auto& fs = funcs_[cur_func_];
-      for (uint32_t i = 0; i < count; ++i)
-        fs.regs.push_back({s.off + i * SlotBytes(s.cls), s.cls == 'd'   ? 8u
-                                                         : s.cls == 'p' ? 1u
-                                                                        : 4u});
+      for (uint32_t i = 0; i < count; ++i) {
+        const uint32_t off = s.off + i * SlotBytes(s.cls);
+        if (s.cls == 'q') {  // saved as its two 64-bit halves
+          fs.regs.push_back({off, 8u});
+          fs.regs.push_back({off + 256, 8u});
+          continue;
+        }
+        fs.regs.push_back({off, s.cls == 'd' ? 8u : s.cls == 'p' ? 1u : 4u});
+      }
       if (img_.reg_bytes > (4u << 20)) return PtxErrorAt(d.line, d.col, "too many registers");
       scopes_.back()[d.name] = s;
       return Status::Ok();
@@ -380,6 +387,7 @@ const OpTable& GlobalOpTable() {
     RegisterControl(t);
     RegisterHalf(t);
     RegisterTexture(t);
+    RegisterAsync(t);
     return t;
   }();
   return table;

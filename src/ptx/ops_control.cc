@@ -1,4 +1,5 @@
-// Control flow: bra, call/ret (with .param frames in per-thread local memory), exit, trap.
+// Control flow: bra, brx.idx, call/ret (with .param frames in per-thread local memory), exit,
+// trap.
 // Handlers that move lanes to different pcs write lane_pc and let Reschedule pick the group.
 #include <chrono>
 #include <cstdio>
@@ -159,6 +160,7 @@ bool ExecRet(const Inst& in, Warp& w, uint32_t m) {
     StoreReg<uint64_t>(r, img.sp.fp, i, cfp);
     w.lane_pc[i] = f.ret_pc;
   }
+  if (gone && !w.async_copies.empty() && !FinishAsyncCopies(in, w, gone)) return true;
   for (uint32_t t = w.active & ~m; t; t &= t - 1) w.lane_pc[__builtin_ctz(t)] = w.pc + 1;
   w.active = 0;
   if (gone) ExitLanes(w, gone);
@@ -167,6 +169,7 @@ bool ExecRet(const Inst& in, Warp& w, uint32_t m) {
 }
 
 bool ExecExit(const Inst& in, Warp& w, uint32_t m) {
+  if (!w.async_copies.empty() && !FinishAsyncCopies(in, w, m)) return true;
   for (uint32_t t = w.active & ~m; t; t &= t - 1) w.lane_pc[__builtin_ctz(t)] = w.pc + 1;
   w.active = 0;
   ExitLanes(w, m);
@@ -188,6 +191,54 @@ Status LowerBra(LowerCtx& c) {
   Inst in;
   in.fn = ExecBra;
   return c.EmitBranch(in, c.ops()[0]);
+}
+
+// brx.idx{.uni} index, tlist: the instruction is followed by one table entry per label of
+// tlist (n entries, each an unexecuted branch whose aux is the label's pc). Lanes the guard
+// excludes continue after the table.
+bool ExecBrxIdx(const Inst& in, Warp& w, uint32_t m) {
+  const uint32_t pc = w.pc, after = pc + 1 + in.n;
+  for (uint32_t t = w.active; t; t &= t - 1) {
+    int i = __builtin_ctz(t);
+    if (!((m >> i) & 1)) {
+      w.lane_pc[i] = after;
+      continue;
+    }
+    uint32_t idx = LoadReg<uint32_t>(w.regs, in.a[1], i);
+    if (idx >= in.n) {
+      w.Fault(Code::kIllegalInstruction, in, i,
+              "brx.idx index " + std::to_string(idx) + " is out of range of its " +
+                  std::to_string(in.n) + " targets");
+      return true;
+    }
+    w.lane_pc[i] = static_cast<uint32_t>(w.code[pc + 1 + idx].aux);
+  }
+  w.active = 0;
+  w.Reschedule();
+  return true;
+}
+
+Status LowerBrx(LowerCtx& c) {
+  if (!c.Has(".idx")) return c.Unsupported();
+  PVGPU_TRY(c.NeedOps(2));
+  const ast::Operand& list = c.ops()[1];
+  const auto& lists = c.module().functions[c.current_func()].branch_targets;
+  const std::vector<ast::Operand>* labels = nullptr;
+  for (const auto& [name, targets] : lists)
+    if (list.kind == ast::Operand::Kind::kSymbol && name == list.name) labels = &targets;
+  if (!labels) return c.ErrAt(list, "expected the name of a .branchtargets list");
+  if (labels->empty() || labels->size() > 0xFFFF) return c.ErrAt(list, "bad .branchtargets list");
+  Inst in;
+  in.fn = ExecBrxIdx;
+  in.n = static_cast<uint16_t>(labels->size());
+  PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(0, Ty::kU32));
+  c.Emit(in);
+  for (const ast::Operand& label : *labels) {
+    Inst entry;
+    entry.fn = ExecTrap;  // never executed: ExecBrxIdx jumps over the table
+    PVGPU_TRY(c.EmitBranch(entry, label));
+  }
+  return Status::Ok();
 }
 
 Status LowerRetOrExit(LowerCtx& c, ExecFn fn) {
@@ -294,6 +345,7 @@ bool ExecReadClock(const Inst& in, Warp& w, uint32_t m) {
 
 void RegisterControl(OpTable& t) {
   t.Add("bra", LowerBra);
+  t.Add("brx", LowerBrx);
   t.Add("call", LowerCall);
   t.Add("ret", LowerRet);
   t.Add("exit", LowerExit);

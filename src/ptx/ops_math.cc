@@ -61,11 +61,15 @@ Status LowerRcp(LowerCtx& c) {
   // rcp.approx.ftz.f64 is a coarse reciprocal on hardware; the exact value is within its bound.
   return LowerUnaryMath<Rcp>(c, 'r');
 }
-Status LowerEx2(LowerCtx& c) { return LowerUnaryMath<Ex2>(c, 0); }
+Status LowerEx2(LowerCtx& c) {
+  return IsHalf(c.TypeMod()) ? LowerHalfArith(c) : LowerUnaryMath<Ex2>(c, 0);
+}
 Status LowerLg2(LowerCtx& c) { return LowerUnaryMath<Lg2>(c, 0); }
 Status LowerSin(LowerCtx& c) { return LowerUnaryMath<Sin>(c, 0); }
 Status LowerCos(LowerCtx& c) { return LowerUnaryMath<Cos>(c, 0); }
-Status LowerTanh(LowerCtx& c) { return LowerUnaryMath<Tanh>(c, 0); }
+Status LowerTanh(LowerCtx& c) {
+  return IsHalf(c.TypeMod()) ? LowerHalfArith(c) : LowerUnaryMath<Tanh>(c, 0);
+}
 
 // testp.op.type p, a. aux: 0 finite, 1 infinite, 2 number, 3 notanumber, 4 normal, 5 subnormal.
 template <typename T>

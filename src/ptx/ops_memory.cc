@@ -234,6 +234,58 @@ ExecFn PickLdSt(bool store, uint32_t bytes, int vec) {
   }
 }
 
+// Bounds and alignment of a whole n-byte access (flags bit1: a store) before its parts run.
+template <MemSpace S>
+bool ExecRangeCheck(const Inst& in, Warp& w, uint32_t m) {
+  for (uint32_t mm = m; mm; mm &= mm - 1) {
+    int i = __builtin_ctz(mm);
+    uint64_t addr = LaneAddress(in, w, i, 4);
+    uint8_t* p = Resolve<S>(w, i, addr, in.n, (in.flags & 2) != 0);
+    if (!p || (addr & (in.n - 1))) {
+      AddressFault(w, in, i, addr, in.n, S, p != nullptr);
+      return true;
+    }
+  }
+  return false;
+}
+
+// ld/st.global.v8 of 32-bit elements; `half` is the .v4 access of the first four.
+Status LowerV8(LowerCtx& c, bool store, const Inst& half, MemSpace space,
+               const ast::Operand& val_op) {
+  if (space != MemSpace::kGlobal && space != MemSpace::kGeneric)
+    return c.Unsupported(".v8 accesses global memory");
+  if (val_op.kind != ast::Operand::Kind::kVector || val_op.elems.size() != 8)
+    return c.ErrAt(val_op, "expected a vector of 8 registers");
+  const Ty t = c.TypeMod();
+  const Ty val_ty = IsSigned(t) && !store ? t : Ty::kB32;
+  Inst parts[2] = {half, half};
+  parts[1].imm += 16;
+  if (store) {
+    for (int k = 0; k < 8; ++k) {
+      PVGPU_ASSIGN_OR_RETURN(parts[k / 4].a[k % 4], c.SrcOp(val_op.elems[k], Ty::kB32));
+    }
+  }
+  Inst check = half;
+  check.fn = space == MemSpace::kGlobal ? &ExecRangeCheck<MemSpace::kGlobal>
+                                        : &ExecRangeCheck<MemSpace::kGeneric>;
+  check.n = 32;
+  check.flags |= store ? 2 : 0;
+  c.Emit(check);
+  const bool poll = !store && (c.Has(".volatile") || c.Has(".relaxed") || c.Has(".acquire"));
+  for (int h = 0; h < 2; ++h) {
+    if (!store) {
+      // Each half's destinations resolve just before it, so their width fixups follow it.
+      for (int k = 0; k < 4; ++k) {
+        PVGPU_ASSIGN_OR_RETURN(parts[h].a[k], c.DstOp(val_op.elems[4 * h + k], val_ty));
+      }
+    }
+    if (poll && h == 0) c.MarkPoll();
+    c.Emit(parts[h]);
+  }
+  if (!store) EmitAcquireFence(c);
+  return Status::Ok();
+}
+
 MemSpace SpaceFromMods(const LowerCtx& c) {
   if (c.Has(".global") || c.Has(".const")) return MemSpace::kGlobal;
   if (c.Has(".shared") || c.Has(".shared::cta")) return MemSpace::kShared;
@@ -245,10 +297,16 @@ MemSpace SpaceFromMods(const LowerCtx& c) {
 Status LowerLdSt(LowerCtx& c, bool store) {
   PVGPU_TRY(c.NeedOps(2));
   Ty t = c.TypeMod();
-  uint32_t bytes = TypeSize(t);
+  // .b128 moves a 128-bit register's two 64-bit halves (see ClassOf).
+  const bool b128 = t == Ty::kB128;
+  uint32_t bytes = b128 ? 8 : TypeSize(t);
   if (bytes == 0 || bytes > 8) return c.Unsupported("type");
   int vec = c.Has(".v2") ? 2 : c.Has(".v4") ? 4 : 1;
-  if (c.Has(".v8")) return c.Unsupported();
+  // .v8 (32-bit elements, global memory): two .v4 halves after one check of the whole access.
+  const bool v8 = c.Has(".v8");
+  if ((v8 && (bytes != 4 || b128)) || (b128 && vec != 1)) return c.Unsupported();
+  if (b128) vec = 2;
+  if (v8) vec = 4;
   const ast::Operand& addr_op = store ? c.ops()[0] : c.ops()[1];
   const ast::Operand& val_op = store ? c.ops()[1] : c.ops()[0];
   if (store) EmitReleaseFence(c);
@@ -275,12 +333,24 @@ Status LowerLdSt(LowerCtx& c, bool store) {
       break;
   }
   if (!in.fn) return c.Unsupported();
+  if (v8) return LowerV8(c, store, in, a.space, val_op);
   if (!store && a.space == MemSpace::kShared && bytes == 4 && vec == 1 && a.base32)
     in.fn = ExecLdShared32;
   // Values travel as raw bits: the register class follows the element size.
   Ty raw = bytes == 8 ? Ty::kB64 : bytes == 4 ? Ty::kB32 : bytes == 2 ? Ty::kB16 : Ty::kB8;
   Ty val_ty = (IsSigned(t) && !store) ? t : raw;
   std::vector<ast::Operand> elems;
+  if (b128) {
+    if (store) {
+      PVGPU_ASSIGN_OR_RETURN(in.a[0], c.SrcOp(val_op, Ty::kB128));
+    } else {
+      PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(val_op, Ty::kB128));
+    }
+    in.a[1] = in.a[0] + 256;
+    c.Emit(in);
+    if (!store) EmitAcquireFence(c);
+    return Status::Ok();
+  }
   if (vec > 1) {
     if (val_op.kind != ast::Operand::Kind::kVector ||
         val_op.elems.size() != static_cast<size_t>(vec))

@@ -60,6 +60,52 @@ Ty ElemType(uint32_t bytes) {
   return bytes == 8 ? Ty::kB64 : bytes == 4 ? Ty::kB32 : bytes == 2 ? Ty::kB16 : Ty::kB8;
 }
 
+// mov.b128 d, s / d, {lo, hi} / {lo, hi}, s: two 64-bit moves of the halves (see ClassOf).
+Status LowerMov128(LowerCtx& c, const ast::Operand& d, const ast::Operand& s) {
+  using K = ast::Operand::Kind;
+  auto check_pair = [&](const ast::Operand& o) -> Status {
+    if (o.kind == K::kVector && o.elems.size() != 2)
+      return c.ErrAt(o, "a .b128 value is a pair of .b64 registers");
+    return Status::Ok();
+  };
+  PVGPU_TRY(check_pair(s));
+  PVGPU_TRY(check_pair(d));
+  uint32_t src[2];
+  if (s.kind == K::kVector) {
+    for (int k = 0; k < 2; ++k) {
+      PVGPU_ASSIGN_OR_RETURN(src[k], c.SrcOp(s.elems[k], Ty::kB64));
+    }
+  } else {
+    PVGPU_ASSIGN_OR_RETURN(src[0], c.SrcOp(s, Ty::kB128));
+    src[1] = src[0] + 256;
+  }
+  // The high half is read before either is written: d and s may overlap.
+  uint32_t tmp = c.Temp('d');
+  Inst save;
+  save.fn = &ExecUnary<uint64_t, uint64_t, Identity<uint64_t>>;
+  save.a[0] = tmp;
+  save.a[1] = src[1];
+  c.Emit(save);
+  uint32_t whole = kNoReg;
+  if (d.kind != K::kVector) {
+    PVGPU_ASSIGN_OR_RETURN(whole, c.DstOp(d, Ty::kB128));
+  }
+  for (int k = 0; k < 2; ++k) {
+    Inst in;
+    in.fn = &ExecUnary<uint64_t, uint64_t, Identity<uint64_t>>;
+    in.a[1] = k == 0 ? src[0] : tmp;
+    if (d.kind != K::kVector) {
+      in.a[0] = whole + 256 * k;
+    } else if (d.elems[k].kind == K::kSink) {
+      continue;
+    } else {
+      PVGPU_ASSIGN_OR_RETURN(in.a[0], c.DstOp(d.elems[k], Ty::kB64));
+    }
+    c.Emit(in);
+  }
+  return Status::Ok();
+}
+
 Status LowerMov(LowerCtx& c) {
   PVGPU_TRY(c.NeedOps(2));
   Ty t = c.TypeMod();
@@ -71,11 +117,12 @@ Status LowerMov(LowerCtx& c) {
     c.Emit(in);
     return Status::Ok();
   }
-  uint32_t bytes = TypeSize(t);
-  if (bytes == 0 || bytes > 8) return c.Unsupported();
   const auto& d = c.ops()[0];
   const auto& s = c.ops()[1];
   using K = ast::Operand::Kind;
+  if (t == Ty::kB128) return LowerMov128(c, d, s);
+  uint32_t bytes = TypeSize(t);
+  if (bytes == 0 || bytes > 8) return c.Unsupported();
   if (s.kind == K::kVector || d.kind == K::kVector) {
     const auto& vec = s.kind == K::kVector ? s : d;
     size_t cnt = vec.elems.size();

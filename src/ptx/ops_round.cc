@@ -228,7 +228,9 @@ bool ExecRounded(const Inst& in, Warp& w, uint32_t m) {
 
 Status LowerCvt(LowerCtx& c) {
   Ty dt0 = c.TypeMod(0);
-  if (dt0 == Ty::kF16x2 || dt0 == Ty::kBF16x2) return LowerCvtPackHalf(c);
+  if (dt0 == Ty::kF16x2 || dt0 == Ty::kBF16x2 || c.Has(".pack") ||
+      ((dt0 == Ty::kF16 || dt0 == Ty::kBF16) && (c.Has(".relu") || c.Has(".satfinite"))))
+    return LowerCvtPackHalf(c);
   PVGPU_TRY(c.NeedOps(2));
   Ty dt = c.TypeMod(0), st = c.TypeMod(1);
   if (dt == Ty::kF16x2 || dt == Ty::kBF16x2) return LowerCvtPackHalf(c);

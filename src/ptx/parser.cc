@@ -386,8 +386,25 @@ class Parser {
       if (t.kind == TokKind::kIdent && Peek(1).Is(':')) {
         Next();
         Next();
-        if (Peek().IsDot(".callprototype")) {
+        if (Peek().IsDot(".callprototype") || Peek().IsDot(".calltargets")) {
           SkipToSemicolon();
+          continue;
+        }
+        if (Peek().IsDot(".branchtargets")) {
+          Next();
+          std::vector<Operand> labels;
+          do {
+            const Token& l = Next();
+            if (l.kind != TokKind::kIdent) return Err(l, "expected a label in .branchtargets");
+            Operand o;
+            o.kind = Operand::Kind::kSymbol;
+            o.name = std::string(l.text);
+            o.line = l.line;
+            o.col = l.col;
+            labels.push_back(std::move(o));
+          } while (Accept(','));
+          if (!Accept(';')) return Err(Peek(), "expected ';' after .branchtargets");
+          f.branch_targets.emplace_back(std::string(t.text), std::move(labels));
           continue;
         }
         s.kind = ast::Statement::Kind::kLabel;

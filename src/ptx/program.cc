@@ -162,25 +162,39 @@ Status BuildKernel(const ast::Module& m, int fi, ProgramImpl& p) {
 
 }  // namespace
 
+int TargetSm(std::string_view target) {
+  if (!target.starts_with("sm_")) return -1;
+  int v = 0;
+  size_t i = 3;
+  for (; i < target.size() && target[i] >= '0' && target[i] <= '9' && v < 100000; ++i)
+    v = v * 10 + (target[i] - '0');
+  return i == 3 ? -1 : v;
+}
+
 StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text,
-                                                     std::string* error_log,
-                                                     std::string* info_log) {
+                                                     std::string* error_log, std::string* info_log,
+                                                     int max_target_sm) {
   auto parsed = ParseModule(ptx_text);
   if (!parsed.ok()) {
     if (error_log) *error_log += parsed.status().message() + "\n";
     return parsed.status();
   }
-  return BuildProgram(*parsed, error_log, info_log);
+  return BuildProgram(*parsed, error_log, info_log, max_target_sm);
 }
 
 StatusOr<std::shared_ptr<const Program>> BuildProgram(const ast::Module& m, std::string* error_log,
-                                                      std::string* info_log) {
+                                                      std::string* info_log, int max_target_sm) {
   auto fail = [&](const Status& s) -> Status {
     if (error_log) *error_log += s.message() + "\n";
     return s;
   };
   if (m.address_size != 64)
     return fail(Error(Code::kInvalidPtx, "only .address_size 64 is supported"));
+  if (TargetSm(m.target) > max_target_sm) {
+    return fail(Error(Code::kInvalidPtx, "the module's .target " + m.target + " is newer than sm_" +
+                                             std::to_string(max_target_sm) +
+                                             ", the newest architecture this device runs"));
+  }
   auto prog = std::make_shared<ProgramImpl>();
   Status s = BuildGlobals(m, *prog);
   if (!s.ok()) return fail(s);

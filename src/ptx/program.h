@@ -39,9 +39,12 @@ class ProgramImpl final : public Program {
 // Whether the engine itself provides the external function `name` (device printf, assert).
 bool IsBuiltinExternal(std::string_view name);
 
+// The architecture number of a .target ("sm_80" -> 80, "sm_90a" -> 90), or -1 for another form.
+int TargetSm(std::string_view target);
+
 // Builds a program from a parsed (or linked) module; the second half of LoadProgram.
 StatusOr<std::shared_ptr<const Program>> BuildProgram(const ast::Module& module,
-                                                      std::string* error_log,
-                                                      std::string* info_log);
+                                                      std::string* error_log, std::string* info_log,
+                                                      int max_target_sm);
 
 }  // namespace pvgpu::ptx

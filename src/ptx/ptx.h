@@ -92,11 +92,17 @@ class Program {
   int FindGlobal(std::string_view name) const;  // index into globals(), or -1
 };
 
+// The newest PTX target (.target sm_NN) a program may name unless the loader is told otherwise:
+// a module built for a newer architecture may use what the engine does not know.
+inline constexpr int kDefaultMaxTargetSm = 90;
+
 // Parses and lowers PTX. Errors are kInvalidPtx with "line L, column C: reason" in the message
-// and in *error_log; an instruction the engine cannot execute is a load-time error naming it.
+// and in *error_log; an instruction the engine cannot execute is a load-time error naming it,
+// and so is a .target above sm_<max_target_sm> (an adapter passes the architecture it reports).
 StatusOr<std::shared_ptr<const Program>> LoadProgram(std::string_view ptx_text,
                                                      std::string* error_log = nullptr,
-                                                     std::string* info_log = nullptr);
+                                                     std::string* info_log = nullptr,
+                                                     int max_target_sm = kDefaultMaxTargetSm);
 
 // One PTX module of a link, named for messages (a file name, or "input N").
 struct LinkSource {
@@ -114,9 +120,11 @@ struct LinkSource {
 // even when another module uses the same name. Errors name the module they come from.
 // Members of static libraries (LinkSource::only_if_needed) join the link when they define an
 // external the linked modules use and nothing linked defines.
+// The same .target limit applies to every linked module.
 StatusOr<std::shared_ptr<const Program>> LoadLinkedProgram(std::span<const LinkSource> sources,
                                                            std::string* error_log = nullptr,
-                                                           std::string* info_log = nullptr);
+                                                           std::string* info_log = nullptr,
+                                                           int max_target_sm = kDefaultMaxTargetSm);
 
 // Device memory as the adapter sees it. Implementations must be thread-safe for Translate.
 class AddressSpace {

@@ -43,9 +43,11 @@ inline bool IsSigned(Ty t) {
 }
 inline bool IsInt(Ty t) { return !IsFloat(t) && !IsHalf(t) && t != Ty::kPred && t != Ty::kNone; }
 
-// Register class: 'p' predicate mask, 'w' 32-bit lane slots, 'd' 64-bit lane slots.
+// Register class: 'p' predicate mask, 'w' 32-bit lane slots, 'd' 64-bit lane slots, 'q' .b128:
+// two 64-bit slots, the low halves then the high halves (+256 bytes).
 inline char ClassOf(Ty t) {
   if (t == Ty::kPred) return 'p';
+  if (t == Ty::kB128) return 'q';
   return TypeSize(t) == 8 ? 'd' : 'w';
 }
 

@@ -73,12 +73,25 @@ struct Frame {
   uint32_t callsite;
 };
 
-// kYielded: runnable, but gave up the worker (cooperative launches only, see ExecBraSpin); the
+// kYielded: runnable, but gave up the worker (a spin loop in a cooperative launch, see
+// ExecBraSpin, or an mbarrier wait that found its phase incomplete, see ops_async.cc); the
 // block's scheduler makes it kRunning again.
 enum class WarpState : uint8_t { kRunning, kBlocked, kDone, kYielded };
 
 // Iterations of a spin loop a warp runs before it yields in a cooperative launch.
 inline constexpr uint32_t kSpinsPerYield = 16;
+
+// A copy issued by cp.async or cp.async.bulk and not yet performed (ops_async.cc): it lands when
+// the issuing thread waits for its group (cp.async.wait_group / wait_all,
+// cp.async.bulk.wait_group), hands it to an mbarrier (cp.async.mbarrier.arrive) or exits.
+struct AsyncCopy {
+  uint64_t src = 0, dst = 0;  // cp.async: global source, shared destination; bulk: the reverse
+  uint32_t size = 0;          // bytes written at dst
+  uint32_t src_size = 0;      // bytes read from src (cp.async zero-fills the rest)
+  uint32_t group = 0;         // the lane's commit count at issue: committed once below it
+  uint8_t lane = 0;
+  bool bulk = false;  // cp.async.bulk.global.shared::cta (bulk async-groups)
+};
 
 struct Warp {
   uint8_t* regs = nullptr;
@@ -104,6 +117,11 @@ struct Warp {
   TranslateCache* cache = nullptr;
   std::vector<Frame> stack[32];
   unsigned worker = 0;
+  // cp.async state (ops_async.cc): pending copies in issue order, and each lane's count of
+  // committed cp.async groups and bulk async-groups.
+  std::vector<AsyncCopy> async_copies;
+  uint32_t async_groups[32] = {};
+  uint32_t bulk_groups[32] = {};
 
   // Records a fault for the launch (with kernel, line, instruction, block, thread) and stops
   // the warp.
@@ -130,6 +148,9 @@ struct Block {
   uint32_t live_threads = 0;
   Barrier bars[kNumBarriers];
   std::vector<Warp>* warps = nullptr;
+  // Changes of any mbarrier object's state (ops_async.cc): a round in which every warp waited
+  // on an mbarrier and this did not move made no progress.
+  uint64_t mbarrier_events = 0;
 
   // Releases barrier `id` if its count is reached.
   void MaybeRelease(int id);
