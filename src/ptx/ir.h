@@ -184,6 +184,9 @@ struct KernelImage {
   uint32_t shared_align = 16;
   bool uses_printf = false;
   std::vector<TexOperands> tex;  // texture and surface instructions' operands
+  // Register offsets of instructions with more operands than an Inst holds (mma, wmma); the
+  // Inst's aux is where its list starts (ops_mma.cc).
+  std::vector<uint32_t> reg_lists;
 };
 
 }  // namespace pvgpu::ptx

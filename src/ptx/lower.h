@@ -70,6 +70,7 @@ void RegisterMath(OpTable& t);
 void RegisterControl(OpTable& t);
 void RegisterHalf(OpTable& t);
 void RegisterTexture(OpTable& t);  // ops_texture.cc
+void RegisterMma(OpTable& t);      // ops_mma.cc
 const OpTable& GlobalOpTable();
 
 class LowerCtx {

@@ -380,6 +380,7 @@ const OpTable& GlobalOpTable() {
     RegisterControl(t);
     RegisterHalf(t);
     RegisterTexture(t);
+    RegisterMma(t);
     return t;
   }();
   return table;
