@@ -165,8 +165,9 @@ Pos MmaPos(Which which, int lane, uint32_t r, uint32_t j, uint32_t per) {
 }
 
 // wmma fragments (our layout; the ISA leaves it unspecified): element e of lane `lane` is entry
-// (e * 32 + lane) mod (rows * cols) of the matrix in row-major order. f16 A and B fragments hold
-// every entry twice (their element count is twice the matrix size over 32, as in the ISA).
+// (e * 32 + lane) mod (rows * cols) of the matrix in row-major order. f16 A and B fragments have
+// 16 elements per lane whatever the shape, so they hold entries once (32x16 A, 16x32 B), twice
+// (16x16) or four times (16x8 B of m32n8k16, 8x16 A of m8n32k16).
 Pos WmmaPos(int lane, uint32_t e, uint32_t rows, uint32_t cols) {
   const uint32_t idx = (e * 32 + static_cast<uint32_t>(lane)) % (rows * cols);
   return {idx / cols, idx % cols};
@@ -392,8 +393,9 @@ WmmaFrag FragOf(char which, El el, uint32_t M, uint32_t N, uint32_t K) {
   WmmaFrag f;
   f.rows = which == 'b' ? K : M;
   f.cols = which == 'a' ? K : N;
-  f.elems = f.rows * f.cols / 32;
-  if (el == El::kF16 && which != 'c') f.elems *= 2;
+  // f16 A and B fragments are 8 registers in every shape (the ISA's counts), however many
+  // entries the matrix has.
+  f.elems = el == El::kF16 && which != 'c' ? 16 : f.rows * f.cols / 32;
   return f;
 }
 
