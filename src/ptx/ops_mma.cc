@@ -173,54 +173,46 @@ Pos WmmaPos(int lane, uint32_t e, uint32_t rows, uint32_t cols) {
   return {idx / cols, idx % cols};
 }
 
+// mma.m8n8k4 with .f16 inputs is four independent 8x8x4 products: computation q runs on the
+// "low group" lanes 4q..4q+3 and the "high group" 16+4q..16+4q+3. With l = lane % 4, h = 4 for
+// the high group (else 0) and i the element index in the fragment (the ISA's table):
+//   A row-major: (l + h, i); column-major: (i + h, l)
+//   B row-major: (l, i + h); column-major: (i, l + h)
+//   C, D f16: (l + h, i); f32: ((lane & 1) + (i & 2) + h, (i & 4) + (lane & 2) + (i & 1))
+Pos Mma884Pos(Which which, int lane, uint32_t i, bool col_major, bool f32) {
+  const uint32_t l = static_cast<uint32_t>(lane) % 4, h = lane >= 16 ? 4 : 0;
+  const auto bits = static_cast<uint32_t>(lane);
+  switch (which) {
+    case kA:
+      return col_major ? Pos{i + h, l} : Pos{l + h, i};
+    case kB:
+      return col_major ? Pos{i, l + h} : Pos{l, i + h};
+    default:
+      if (!f32) return {l + h, i};
+      return {(bits & 1) + (i & 2) + h, (i & 4) + (bits & 2) + (i & 1)};
+  }
+}
+
+enum Layout : int { kMmaLayout, kWmmaLayout, kMma884Layout };
+
 constexpr uint32_t kMaxA = 16 * 256, kMaxB = 256 * 8, kMaxC = 16 * 16;
 
-// Register list: nA, nB, nC, nD, then the registers of a, b, c and d.
-// flags: bit0 .satfinite, bit1 .xor.popc, bit2 .and.popc (b1).
-template <bool kWmma>
-bool ExecMma(const Inst& in, Warp& w, uint32_t m) {
-  if (!NeedFullWarp(in, w, m, kWmma ? "wmma.mma" : "mma")) return true;
-  const auto s = std::bit_cast<MmaDesc>(in.imm);
-  const uint32_t* list = w.launch->image->reg_lists.data() + in.aux;
-  const uint32_t na = list[0], nb = list[1], nc = list[2], nd = list[3];
-  const uint32_t* ra = list + 4;
-  const uint32_t* rb = ra + na;
-  const uint32_t* rc = rb + nb;
-  const uint32_t* rd = rc + nc;
+// D = A * B + C on matrices in row-major arrays. flags as for ExecMma.
+void Multiply(const MmaDesc& s, uint8_t flags, const double* A, const double* B, const double* C,
+              double* D) {
   const uint32_t M = s.m, N = s.n, K = s.k;
-  uint8_t* r = w.regs;
-  double A[kMaxA], B[kMaxB], C[kMaxC];
-  auto gather = [&](Which which, El el, const uint32_t* regs, uint32_t count, double* out,
-                    uint32_t cols) {
-    const uint32_t per = PerReg(el);
-    const bool wide = el == El::kF64;
-    const uint32_t rows = which == kA ? M : which == kB ? K : M;
-    for (int lane = 0; lane < 32; ++lane) {
-      for (uint32_t q = 0; q < count; ++q) {
-        const uint64_t word = RegWord(r, regs[q], lane, wide);
-        for (uint32_t j = 0; j < per; ++j) {
-          Pos p = kWmma ? WmmaPos(lane, q * per + j, rows, cols) : MmaPos(which, lane, q, j, per);
-          out[p.row * cols + p.col] = Decode(el, word, j);
-        }
-      }
-    }
-  };
-  gather(kA, s.a, ra, na, A, K);
-  gather(kB, s.b, rb, nb, B, N);
-  gather(kC, s.c, rc, nc, C, N);
-  double D[kMaxC];
-  const bool f64 = s.d == El::kF64;
   for (uint32_t i = 0; i < M; ++i) {
     for (uint32_t j = 0; j < N; ++j) {
       const double c = C[i * N + j];
       if (IsIntEl(s.a)) {
         int64_t acc = static_cast<int64_t>(c);
         for (uint32_t k = 0; k < K; ++k) {
-          const auto a = static_cast<int64_t>(A[i * K + k]), b = static_cast<int64_t>(B[k * N + j]);
-          acc += (in.flags & 2) ? (a ^ b) : (in.flags & 4) ? (a & b) : a * b;
+          const auto a = static_cast<int64_t>(A[i * K + k]);
+          const auto b = static_cast<int64_t>(B[k * N + j]);
+          acc += (flags & 2) ? (a ^ b) : (flags & 4) ? (a & b) : a * b;
         }
         D[i * N + j] = static_cast<double>(acc);
-      } else if (f64) {
+      } else if (s.d == El::kF64) {
         double acc = c;
         for (uint32_t k = 0; k < K; ++k) acc = std::fma(A[i * K + k], B[k * N + j], acc);
         D[i * N + j] = acc;
@@ -233,18 +225,69 @@ bool ExecMma(const Inst& in, Warp& w, uint32_t m) {
       }
     }
   }
-  const uint32_t per = PerReg(s.d);
-  const uint32_t bits = ElBits(s.d);
-  const bool wide = s.d == El::kF64;
-  const bool sat = in.flags & 1;
-  for (int lane = 0; lane < 32; ++lane) {
-    for (uint32_t q = 0; q < nd; ++q) {
-      uint64_t word = 0;
-      for (uint32_t j = 0; j < per; ++j) {
-        Pos p = kWmma ? WmmaPos(lane, q * per + j, M, N) : MmaPos(kC, lane, q, j, per);
-        word |= Encode(s.d, D[p.row * N + p.col], sat) << (j * bits);
+}
+
+// Register list: nA, nB, nC, nD, then the registers of a, b, c and d.
+// flags: bit0 .satfinite, bit1 .xor.popc, bit2 .and.popc (b1), bit3 A column-major, bit4 B
+// column-major (m8n8k4 only).
+template <int kLayout>
+bool ExecMma(const Inst& in, Warp& w, uint32_t m) {
+  if (!NeedFullWarp(in, w, m, kLayout == kWmmaLayout ? "wmma.mma" : "mma")) return true;
+  const auto s = std::bit_cast<MmaDesc>(in.imm);
+  const uint32_t* list = w.launch->image->reg_lists.data() + in.aux;
+  const uint32_t na = list[0], nb = list[1], nc = list[2], nd = list[3];
+  const uint32_t* ra = list + 4;
+  const uint32_t* rb = ra + na;
+  const uint32_t* rc = rb + nb;
+  const uint32_t* rd = rc + nc;
+  const uint32_t M = s.m, N = s.n, K = s.k;
+  uint8_t* r = w.regs;
+  auto pos = [&](Which which, int lane, uint32_t q, uint32_t j, uint32_t per, uint32_t rows,
+                 uint32_t cols) {
+    if constexpr (kLayout == kMmaLayout) return MmaPos(which, lane, q, j, per);
+    if constexpr (kLayout == kWmmaLayout) return WmmaPos(lane, q * per + j, rows, cols);
+    return Mma884Pos(which, lane, q * per + j, in.flags & (which == kA ? 8 : 16), per == 1);
+  };
+  // The lanes of one product: all 32, or the eight of an m8n8k4 computation.
+  const int groups = kLayout == kMma884Layout ? 4 : 1;
+  for (int grp = 0; grp < groups; ++grp) {
+    int lanes[32];
+    int nlanes = 0;
+    for (int lane = 0; lane < 32; ++lane)
+      if (groups == 1 || (lane % 16) / 4 == grp) lanes[nlanes++] = lane;
+    double A[kMaxA], B[kMaxB], C[kMaxC], D[kMaxC];
+    auto gather = [&](Which which, El el, const uint32_t* regs, uint32_t count, double* out,
+                      uint32_t rows, uint32_t cols) {
+      const uint32_t per = PerReg(el);
+      const bool wide = el == El::kF64;
+      for (int x = 0; x < nlanes; ++x) {
+        const int lane = lanes[x];
+        for (uint32_t q = 0; q < count; ++q) {
+          const uint64_t word = RegWord(r, regs[q], lane, wide);
+          for (uint32_t j = 0; j < per; ++j) {
+            const Pos p = pos(which, lane, q, j, per, rows, cols);
+            out[p.row * cols + p.col] = Decode(el, word, j);
+          }
+        }
       }
-      SetRegWord(r, rd[q], lane, wide, word);
+    };
+    gather(kA, s.a, ra, na, A, M, K);
+    gather(kB, s.b, rb, nb, B, K, N);
+    gather(kC, s.c, rc, nc, C, M, N);
+    Multiply(s, in.flags, A, B, C, D);
+    const uint32_t per = PerReg(s.d), bits = ElBits(s.d);
+    const bool wide = s.d == El::kF64;
+    const bool sat = in.flags & 1;
+    for (int x = 0; x < nlanes; ++x) {
+      const int lane = lanes[x];
+      for (uint32_t q = 0; q < nd; ++q) {
+        uint64_t word = 0;
+        for (uint32_t j = 0; j < per; ++j) {
+          const Pos p = pos(kC, lane, q, j, per, M, N);
+          word |= Encode(s.d, D[p.row * N + p.col], sat) << (j * bits);
+        }
+        SetRegWord(r, rd[q], lane, wide, word);
+      }
     }
   }
   return false;
@@ -367,9 +410,19 @@ Status LowerMmaSync(LowerCtx& c) {
   } else if (s.a == El::kB1 && s.b == El::kB1) {
     ok = s32_acc && (shape_is(8, 128) || shape_is(16, 128) || shape_is(16, 256));
   }
+  if (s.a == El::kF16 && s.b == El::kF16 && M == 8 && N == 8 && K == 4 && fp_acc) {
+    // The one shape that takes any layouts: four 8-lane products.
+    uint8_t flags = 0;
+    if (Layouts(c, ".col", ".row") || Layouts(c, ".col", ".col")) flags |= 8;
+    if (Layouts(c, ".row", ".col") || Layouts(c, ".col", ".col")) flags |= 16;
+    if (!(flags & 8) && !(flags & 16) && !Layouts(c, ".row", ".row"))
+      return c.Unsupported("mma without .alayout.blayout");
+    if (c.Has(".satfinite")) return c.Unsupported(".satfinite on a floating-point mma");
+    return EmitMma(c, &ExecMma<kMma884Layout>, s, flags, 2, 2, s.c == El::kF16 ? 4 : 8,
+                   s.d == El::kF16 ? 4 : 8);
+  }
   if (!ok) return c.Unsupported("this mma shape and type combination");
-  // Every supported shape takes A row-major and B column-major (only the f16 m8n8k4 takes
-  // others).
+  // Every other shape takes A row-major and B column-major.
   if (!Layouts(c, ".row", ".col")) return c.Unsupported("mma layouts other than .row.col");
   uint8_t flags = 0;
   if (IsIntEl(s.a)) {
@@ -378,7 +431,7 @@ Status LowerMmaSync(LowerCtx& c) {
     return c.Unsupported(".satfinite on a floating-point mma");
   }
   auto regs = [&](El e, uint32_t elems) { return elems / (32 * PerReg(e)); };
-  return EmitMma(c, &ExecMma<false>, s, flags, regs(s.a, M * K), regs(s.b, K * N),
+  return EmitMma(c, &ExecMma<kMmaLayout>, s, flags, regs(s.a, M * K), regs(s.b, K * N),
                  regs(s.c, M * N), regs(s.d, M * N));
 }
 
@@ -570,7 +623,7 @@ Status LowerWmmaMma(LowerCtx& c) {
     return c.Unsupported(".satfinite on a floating-point wmma.mma");
   }
   auto regs = [&](char which, El e) { return FragOf(which, e, M, N, K).elems / PerReg(e); };
-  return EmitMma(c, &ExecMma<true>, s, flags, regs('a', s.a), regs('b', s.b), regs('c', s.c),
+  return EmitMma(c, &ExecMma<kWmmaLayout>, s, flags, regs('a', s.a), regs('b', s.b), regs('c', s.c),
                  regs('c', s.d));
 }
 
