@@ -15,14 +15,17 @@ namespace pvgpu::ptx {
 namespace {
 
 // Element types of matrix operands. kTF32 is an f32 bit pattern of which mma reads the top 19
-// bits; kB1 is one bit.
-enum class El : uint8_t { kNone, kF16, kBF16, kTF32, kF32, kF64, kS8, kU8, kS4, kU4, kB1, kS32 };
+// bits; kE4M3 and kE5M2 are the 8-bit floats; kB1 is one bit. Integer types come last.
+enum class El : uint8_t {
+  kNone, kF16, kBF16, kTF32, kF32, kF64, kE4M3, kE5M2, kS8, kU8, kS4, kU4, kB1, kS32
+};
 
 El ParseEl(const std::string& m) {
   static const std::pair<const char*, El> kNames[] = {
       {".f16", El::kF16}, {".bf16", El::kBF16}, {".tf32", El::kTF32}, {".f32", El::kF32},
       {".f64", El::kF64}, {".s8", El::kS8},     {".u8", El::kU8},     {".s4", El::kS4},
-      {".u4", El::kU4},   {".b1", El::kB1},     {".s32", El::kS32}};
+      {".u4", El::kU4},   {".b1", El::kB1},     {".s32", El::kS32},   {".e4m3", El::kE4M3},
+      {".e5m2", El::kE5M2}};
   for (const auto& [name, el] : kNames)
     if (m == name) return el;
   return El::kNone;
@@ -43,6 +46,8 @@ uint32_t ElBits(El e) {
       return 16;
     case El::kF64:
       return 64;
+    case El::kE4M3:
+    case El::kE5M2:
     case El::kS8:
     case El::kU8:
       return 8;
@@ -76,6 +81,20 @@ double Decode(El e, uint64_t word, uint32_t j) {
       return std::bit_cast<float>(static_cast<uint32_t>(v));
     case El::kF64:
       return std::bit_cast<double>(v);
+    case El::kE4M3: {
+      // 1-4-3, bias 7, no infinities; S.1111.111 is NaN.
+      const double sign = (v & 0x80) ? -1 : 1;
+      const int e = static_cast<int>(v >> 3) & 15, f = static_cast<int>(v & 7);
+      if (e == 15 && f == 7) return std::nan("");
+      return sign * (e == 0 ? std::ldexp(f, -9) : std::ldexp(8 + f, e - 10));
+    }
+    case El::kE5M2: {
+      // 1-5-2, bias 15, IEEE-like.
+      const double sign = (v & 0x80) ? -1 : 1;
+      const int e = static_cast<int>(v >> 2) & 31, f = static_cast<int>(v & 3);
+      if (e == 31) return f ? std::nan("") : sign * HUGE_VAL;
+      return sign * (e == 0 ? std::ldexp(f, -16) : std::ldexp(4 + f, e - 17));
+    }
     case El::kS8:
       return static_cast<int8_t>(v);
     case El::kS4:
@@ -217,7 +236,7 @@ void Multiply(const MmaDesc& s, uint8_t flags, const double* A, const double* B,
         for (uint32_t k = 0; k < K; ++k) acc = std::fma(A[i * K + k], B[k * N + j], acc);
         D[i * N + j] = acc;
       } else {
-        // f16/bf16/tf32 products are exact in f32, so each step rounds once.
+        // f16/bf16/tf32/e4m3/e5m2 products are exact in f32, so each step rounds once.
         float acc = static_cast<float>(c);
         for (uint32_t k = 0; k < K; ++k)
           acc = std::fma(static_cast<float>(A[i * K + k]), static_cast<float>(B[k * N + j]), acc);
@@ -403,6 +422,8 @@ Status LowerMmaSync(LowerCtx& c) {
     ok = f32_acc && (shape_is(16, 4) || shape_is(16, 8));
   } else if (s.a == El::kF64 && s.b == El::kF64) {
     ok = s.c == El::kF64 && s.d == El::kF64 && shape_is(8, 4);
+  } else if (both(El::kE4M3, El::kE5M2)) {
+    ok = fp_acc && (shape_is(16, 16) || shape_is(16, 32));
   } else if (both(El::kS8, El::kU8)) {
     ok = s32_acc && (shape_is(8, 16) || shape_is(16, 16) || shape_is(16, 32));
   } else if (both(El::kS4, El::kU4)) {
@@ -463,6 +484,11 @@ bool WmmaShapeOk(uint32_t M, uint32_t N, uint32_t K, El in_el) {
       return big;
     case El::kTF32:
       return M == 16 && N == 16 && K == 8;
+    case El::kS4:
+    case El::kU4:
+      return M == 8 && N == 8 && K == 32;
+    case El::kB1:
+      return M == 8 && N == 8 && K == 128;
     default:
       return false;
   }
@@ -493,7 +519,10 @@ bool ExecWmmaLdSt(const Inst& in, Warp& w, uint32_t m) {
       return true;
     }
   }
-  const uint32_t bytes = ElBits(el) / 8, per = PerReg(el);
+  // Sub-byte elements (s4, u4, b1: loads only) are packed from bit 0 of each byte up.
+  const uint32_t bits = ElBits(el), per = PerReg(el);
+  const uint32_t bytes = bits < 8 ? 1 : bits / 8;
+  const uint32_t mask = bits == 32 ? ~0u : (1u << bits) - 1;
   for (int lane = 0; lane < 32; ++lane) {
     for (uint32_t q = 0; q * per < elems; ++q) {
       uint32_t word = store ? LoadReg<uint32_t>(r, regs[q], lane) : 0;
@@ -501,19 +530,19 @@ bool ExecWmmaLdSt(const Inst& in, Warp& w, uint32_t m) {
         const Pos p = WmmaPos(lane, q * per + j, rows, cols);
         const uint64_t index =
             col_major ? uint64_t{p.col} * stride + p.row : uint64_t{p.row} * stride + p.col;
-        const uint64_t a = addr + index * bytes;
+        const uint64_t a = addr + index * bits / 8;
         uint8_t* host = Resolve<S>(w, lane, a, bytes, store);
         if (!host || (a & (bytes - 1))) {
           AddressFault(w, in, lane, a, bytes, S, host != nullptr);
           return true;
         }
         if (store) {
-          const uint32_t v = bytes == 4 ? word : word >> (j * bytes * 8);
+          const uint32_t v = (word >> (j * bits)) & mask;
           std::memcpy(host, &v, bytes);
         } else {
           uint32_t v = 0;
           std::memcpy(&v, host, bytes);
-          word |= v << (j * bytes * 8);
+          word |= ((v >> (index * bits % 8)) & mask) << (j * bits);
         }
       }
       if (!store) StoreReg<uint32_t>(r, regs[q], lane, word);
@@ -537,12 +566,18 @@ Status LowerWmmaLdSt(LowerCtx& c, bool store) {
   const bool ok_el = which == 'c' ? (el == El::kF16 || el == El::kF32 || el == El::kS32)
                                   : (el != El::kF32 && el != El::kS32);
   // The input element type decides the shapes: f16 accumulators go with f16 inputs, s32 with
-  // integers, f32 with any floating-point input.
-  El in_el = which == 'c' ? (el == El::kS32 ? El::kS8 : el == El::kF16 ? El::kF16 : El::kNone)
-                          : el;
-  bool shape_ok = in_el == El::kNone ? (WmmaShapeOk(M, N, K, El::kF16) ||
-                                        WmmaShapeOk(M, N, K, El::kTF32))
-                                     : WmmaShapeOk(M, N, K, in_el);
+  // integer ones, f32 with any floating-point input.
+  bool shape_ok;
+  if (which != 'c' || el == El::kF16)
+    shape_ok = WmmaShapeOk(M, N, K, el);
+  else if (el == El::kS32)
+    shape_ok = WmmaShapeOk(M, N, K, El::kS8) || WmmaShapeOk(M, N, K, El::kS4) ||
+               WmmaShapeOk(M, N, K, El::kB1);
+  else
+    shape_ok = WmmaShapeOk(M, N, K, El::kF16) || WmmaShapeOk(M, N, K, El::kTF32);
+  // Sub-byte fragments: A row-major and B column-major only.
+  const bool sub_byte = ElBits(el) < 8;
+  if (sub_byte && (which == 'a' ? col : row)) shape_ok = false;
   if (!ok_el || !shape_ok) return c.Unsupported("this wmma shape and type combination");
   const size_t nops = c.ops().size();
   if (nops != 2 && nops != 3) return c.Err("wmma.load/store expects 2 or 3 operands");
@@ -612,8 +647,11 @@ Status LowerWmmaMma(LowerCtx& c) {
          (s.d == El::kF16 || s.d == El::kF32);
   } else if (s.a == El::kBF16 || s.a == El::kTF32) {
     ok = ok && s.b == s.a && s.c == El::kF32 && s.d == El::kF32;
-  } else {
+  } else if (s.a == El::kS8 || s.a == El::kU8) {
     ok = ok && (s.b == El::kS8 || s.b == El::kU8) && s.c == El::kS32 && s.d == El::kS32;
+  } else {
+    ok = ok && (s.a == El::kB1 ? s.b == El::kB1 : (s.b == El::kS4 || s.b == El::kU4)) &&
+         s.c == El::kS32 && s.d == El::kS32 && Layouts(c, ".row", ".col");
   }
   if (!ok) return c.Unsupported("this wmma shape and type combination");
   uint8_t flags = 0;

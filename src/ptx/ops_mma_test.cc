@@ -22,7 +22,7 @@ struct RC {
 // (lane, element index within the lane's fragment) -> matrix position, as the ISA's tables say.
 using FragMap = std::function<RC(int lane, int i)>;
 
-enum class T { kF16, kBF16, kTF32, kF32, kF64, kS8, kU8, kS4, kU4, kB1, kS32 };
+enum class T { kF16, kBF16, kTF32, kF32, kF64, kE4M3, kE5M2, kS8, kU8, kS4, kU4, kB1, kS32 };
 int Bits(T t) {
   switch (t) {
     case T::kF16:
@@ -30,6 +30,8 @@ int Bits(T t) {
       return 16;
     case T::kF64:
       return 64;
+    case T::kE4M3:
+    case T::kE5M2:
     case T::kS8:
     case T::kU8:
       return 8;
@@ -71,6 +73,21 @@ Val RandomVal(T t, std::mt19937& rng) {
     case T::kF64: {
       const double v = static_cast<double>(x) / 3.0;
       return {v, std::bit_cast<uint64_t>(v)};
+    }
+    case T::kE4M3:
+    case T::kE5M2: {
+      // Any finite byte; the value assembled as an f32 bit pattern (normal) or scaled (subnormal).
+      const bool e4 = t == T::kE4M3;
+      for (;;) {
+        const uint32_t b = std::uniform_int_distribution<uint32_t>(0, 255)(rng);
+        const uint32_t e = e4 ? (b >> 3) & 15 : (b >> 2) & 31, m = e4 ? b & 7 : b & 3;
+        if (e4 ? (e == 15 && m == 7) : e == 31) continue;
+        const int bias = e4 ? 7 : 15, mbits = e4 ? 3 : 2;
+        float f = e == 0 ? std::ldexp(static_cast<float>(m), 1 - bias - mbits)
+                         : U2F(((e - bias + 127) << 23) | (m << (23 - mbits)));
+        if (b & 0x80) f = -f;
+        return {f, b};
+      }
     }
     case T::kS8: {
       const int v = std::uniform_int_distribution<int>(-128, 127)(rng);
@@ -285,6 +302,17 @@ TEST(MmaTest, Int8) {
             T::kS32, 1, 1, 2, 2, a8, b8, MapC});
 }
 
+TEST(MmaTest, Fp8) {
+  FragMap a32 = [](int l, int i) {
+    return RC{(i < 4 || (i >= 8 && i < 12)) ? G(l) : G(l) + 8, Tq(l) * 4 + (i & 3) + (i >= 8 ? 16 : 0)};
+  };
+  FragMap b32 = [](int l, int i) { return RC{Tq(l) * 4 + (i & 3) + (i >= 4 ? 16 : 0), G(l)}; };
+  CheckMma({"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", 16, 8, 32, T::kE4M3, T::kE5M2,
+            T::kF32, T::kF32, 4, 2, 4, 4, a32, b32, MapC});
+  CheckMma({"mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32", 16, 8, 32, T::kE5M2, T::kE4M3,
+            T::kF32, T::kF32, 4, 2, 4, 4, a32, b32, MapC});
+}
+
 TEST(MmaTest, Int4AndB1) {
   FragMap a32 = [](int l, int i) { return RC{G(l), Tq(l) * 8 + i}; };
   FragMap b32 = [](int l, int i) { return RC{Tq(l) * 8 + i, G(l)}; };
@@ -497,6 +525,101 @@ TEST(WmmaTest, LoadMmaStoreWithStridesAndElementwise) {
       EXPECT_EQ(U2F(r.out[j * 16 + i]), acc) << i << "," << j;
     }
   }
+}
+
+// wmma.load a (row-major) / b (column-major) / c (row-major) from global memory, wmma.mma,
+// wmma.store d (row-major), for the element types the f16 test above does not cover.
+struct WmmaForm {
+  std::string shape, atype, ctype, mma;  // mma: the wmma.mma opcode with types
+  int M, N, K;
+  T a, c;
+  int na, nb, nc;
+  MmaForm::Op op = MmaForm::kMul;
+};
+void CheckWmma(const WmmaForm& f) {
+  std::mt19937 rng(11);
+  const int bits = Bits(f.a);
+  std::vector<double> A(f.M * f.K), B(f.K * f.N), C(f.M * f.N);
+  // Bytes of A (row-major), B (column-major), each padded to 256 bytes, then C (row-major).
+  const size_t ab_bytes = std::max<size_t>(256, f.M * f.K * bits / 8);
+  std::vector<uint8_t> mem(2 * ab_bytes + 4 * f.M * f.N, 0);
+  auto put = [&](size_t base, size_t index, uint64_t v, int b) {
+    for (int k = 0; k < b; ++k)
+      if ((v >> k) & 1) mem[base + (index * b + k) / 8] |= static_cast<uint8_t>(1 << ((index * b + k) % 8));
+  };
+  for (int i = 0; i < f.M; ++i)
+    for (int k = 0; k < f.K; ++k) {
+      Val v = RandomVal(f.a, rng);
+      A[i * f.K + k] = v.v;
+      put(0, i * f.K + k, v.bits, bits);
+    }
+  for (int k = 0; k < f.K; ++k)
+    for (int j = 0; j < f.N; ++j) {
+      Val v = RandomVal(f.a, rng);
+      B[k * f.N + j] = v.v;
+      put(ab_bytes, j * f.K + k, v.bits, bits);
+    }
+  for (int i = 0; i < f.M * f.N; ++i) {
+    Val v = RandomVal(f.c, rng);
+    C[i] = v.v;
+    put(2 * ab_bytes, i, v.bits, 32);
+  }
+  std::vector<uint32_t> in(mem.size() / 4);
+  std::memcpy(in.data(), mem.data(), mem.size());
+  auto list = [](int first, int n) {
+    std::string s = "{";
+    for (int i = 0; i < n; ++i) s += (i ? ", %r" : "%r") + std::to_string(first + i);
+    return s + "}";
+  };
+  const std::string A_ = list(1, f.na), B_ = list(1 + f.na, f.nb), C_ = list(1 + f.na + f.nb, f.nc),
+                    D_ = list(20, f.nc);
+  const std::string K = std::to_string(f.K), N = std::to_string(f.N);
+  const std::string body =
+      "  add.s64 %rd2, %rd1, " + std::to_string(ab_bytes) + ";\n  add.s64 %rd3, %rd1, " +
+      std::to_string(2 * ab_bytes) + ";\n  wmma.load.a.sync.aligned.row." + f.shape + ".global." +
+      f.atype + " " + A_ + ", [%rd1], " + K + ";\n  wmma.load.b.sync.aligned.col." + f.shape +
+      ".global." + f.atype + " " + B_ + ", [%rd2], " + K + ";\n  wmma.load.c.sync.aligned.row." +
+      f.shape + ".global." + f.ctype + " " + C_ + ", [%rd3], " + N + ";\n  " + f.mma + " " + D_ +
+      ", " + A_ + ", " + B_ + ", " + C_ + ";\n  wmma.store.d.sync.aligned.row." + f.shape +
+      ".global." + f.ctype + " [%rd0], " + D_ + ", " + N + ";\n";
+  auto r = RunSnippet(body, in, f.M * f.N, 32);
+  ASSERT_TRUE(r.status.ok()) << f.mma << ": " << r.status.ToString();
+  for (int i = 0; i < f.M; ++i) {
+    for (int j = 0; j < f.N; ++j) {
+      double want;
+      if (f.c == T::kS32) {
+        int64_t acc = static_cast<int64_t>(C[i * f.N + j]);
+        for (int k = 0; k < f.K; ++k) {
+          auto a = static_cast<int64_t>(A[i * f.K + k]), b = static_cast<int64_t>(B[k * f.N + j]);
+          acc += f.op == MmaForm::kXor ? (a ^ b) : a * b;
+        }
+        want = static_cast<int32_t>(static_cast<uint32_t>(acc));
+        ASSERT_EQ(static_cast<int32_t>(r.out[i * f.N + j]), want) << f.mma << " " << i << "," << j;
+      } else {
+        float acc = static_cast<float>(C[i * f.N + j]);
+        for (int k = 0; k < f.K; ++k)
+          acc = std::fma(static_cast<float>(A[i * f.K + k]), static_cast<float>(B[k * f.N + j]),
+                         acc);
+        ASSERT_EQ(U2F(r.out[i * f.N + j]), acc) << f.mma << " " << i << "," << j;
+      }
+    }
+  }
+}
+
+TEST(WmmaTest, Bf16Tf32Int4B1) {
+  CheckWmma({"m16n16k16", "bf16", "f32", "wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32",
+             16, 16, 16, T::kBF16, T::kF32, 4, 4, 8});
+  CheckWmma({"m32n8k16", "bf16", "f32", "wmma.mma.sync.aligned.row.col.m32n8k16.f32.bf16.bf16.f32",
+             32, 8, 16, T::kBF16, T::kF32, 8, 2, 8});
+  CheckWmma({"m16n16k8", "tf32", "f32", "wmma.mma.sync.aligned.row.col.m16n16k8.f32.tf32.tf32.f32",
+             16, 16, 8, T::kTF32, T::kF32, 4, 4, 8});
+  CheckWmma({"m8n8k32", "s4", "s32", "wmma.mma.sync.aligned.row.col.m8n8k32.s32.s4.s4.s32", 8, 8,
+             32, T::kS4, T::kS32, 1, 1, 2});
+  WmmaForm b1{"m8n8k128", "b1", "s32",
+              "wmma.mma.xor.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32", 8, 8, 128, T::kB1,
+              T::kS32, 1, 1, 2};
+  b1.op = MmaForm::kXor;
+  CheckWmma(b1);
 }
 
 // An integer wmma (m32n8k16 s8 x u8, saturating) through shared memory, and a load/store round
