@@ -216,33 +216,48 @@ enum Layout : int { kMmaLayout, kWmmaLayout, kMma884Layout };
 
 constexpr uint32_t kMaxA = 16 * 256, kMaxB = 256 * 8, kMaxC = 16 * 16;
 
-// D = A * B + C on matrices in row-major arrays. flags as for ExecMma.
+// D = A * B + C on matrices in row-major arrays, each element in one chain over k in order,
+// starting from C. flags as for ExecMma.
 void Multiply(const MmaDesc& s, uint8_t flags, const double* A, const double* B, const double* C,
               double* D) {
   const uint32_t M = s.m, N = s.n, K = s.k;
-  for (uint32_t i = 0; i < M; ++i) {
-    for (uint32_t j = 0; j < N; ++j) {
-      const double c = C[i * N + j];
-      if (IsIntEl(s.a)) {
-        int64_t acc = static_cast<int64_t>(c);
+  if (IsIntEl(s.a)) {
+    for (uint32_t i = 0; i < M; ++i) {
+      for (uint32_t j = 0; j < N; ++j) {
+        auto acc = static_cast<int64_t>(C[i * N + j]);
         for (uint32_t k = 0; k < K; ++k) {
           const auto a = static_cast<int64_t>(A[i * K + k]);
           const auto b = static_cast<int64_t>(B[k * N + j]);
           acc += (flags & 2) ? (a ^ b) : (flags & 4) ? (a & b) : a * b;
         }
         D[i * N + j] = static_cast<double>(acc);
-      } else if (s.d == El::kF64) {
-        double acc = c;
+      }
+    }
+    return;
+  }
+  if (s.d == El::kF64) {
+    for (uint32_t i = 0; i < M; ++i) {
+      for (uint32_t j = 0; j < N; ++j) {
+        double acc = C[i * N + j];
         for (uint32_t k = 0; k < K; ++k) acc = std::fma(A[i * K + k], B[k * N + j], acc);
-        D[i * N + j] = acc;
-      } else {
-        // f16/bf16/tf32/e4m3/e5m2 products are exact in f32, so each step rounds once.
-        float acc = static_cast<float>(c);
-        for (uint32_t k = 0; k < K; ++k)
-          acc = std::fma(static_cast<float>(A[i * K + k]), static_cast<float>(B[k * N + j]), acc);
         D[i * N + j] = acc;
       }
     }
+    return;
+  }
+  // f32 chains, a row's columns stepping through k together (each element's order is the same).
+  // Each step is fmaf(a, b, acc): the product of two f16/bf16/tf32/e4m3/e5m2 values is exact in
+  // a double, and their double sum rounded to f32 is the once-rounded f32 result (a double has
+  // more than twice the precision of an f32).
+  for (uint32_t i = 0; i < M; ++i) {
+    double acc[32];
+    for (uint32_t j = 0; j < N; ++j) acc[j] = static_cast<float>(C[i * N + j]);
+    for (uint32_t k = 0; k < K; ++k) {
+      const double a = A[i * K + k];
+      const double* b = B + k * N;
+      for (uint32_t j = 0; j < N; ++j) acc[j] = static_cast<float>(acc[j] + a * b[j]);
+    }
+    for (uint32_t j = 0; j < N; ++j) D[i * N + j] = acc[j];
   }
 }
 
@@ -279,6 +294,16 @@ bool ExecMma(const Inst& in, Warp& w, uint32_t m) {
                       uint32_t rows, uint32_t cols) {
       const uint32_t per = PerReg(el);
       const bool wide = el == El::kF64;
+      if constexpr (kLayout == kWmmaLayout) {
+        // Entry e * 32 + lane (WmmaPos without the copies): the first rows * cols / 32 elements.
+        const uint32_t first = rows * cols / 32, shift = std::countr_zero(per);
+        for (uint32_t e = 0; e < first; ++e) {
+          const uint32_t* reg = RegPtr<uint32_t>(r, regs[e >> shift]);
+          for (int lane = 0; lane < 32; ++lane)
+            out[e * 32 + static_cast<uint32_t>(lane)] = Decode(el, reg[lane], e & (per - 1));
+        }
+        return;
+      }
       for (int x = 0; x < nlanes; ++x) {
         const int lane = lanes[x];
         for (uint32_t q = 0; q < count; ++q) {
@@ -523,30 +548,60 @@ bool ExecWmmaLdSt(const Inst& in, Warp& w, uint32_t m) {
   const uint32_t bits = ElBits(el), per = PerReg(el);
   const uint32_t bytes = bits < 8 ? 1 : bits / 8;
   const uint32_t mask = bits == 32 ? ~0u : (1u << bits) - 1;
-  for (int lane = 0; lane < 32; ++lane) {
-    for (uint32_t q = 0; q * per < elems; ++q) {
-      uint32_t word = store ? LoadReg<uint32_t>(r, regs[q], lane) : 0;
-      for (uint32_t j = 0; j < per; ++j) {
-        const Pos p = WmmaPos(lane, q * per + j, rows, cols);
-        const uint64_t index =
-            col_major ? uint64_t{p.col} * stride + p.row : uint64_t{p.row} * stride + p.col;
-        const uint64_t a = addr + index * bits / 8;
-        uint8_t* host = Resolve<S>(w, lane, a, bytes, store);
-        if (!host || (a & (bytes - 1))) {
-          AddressFault(w, in, lane, a, bytes, S, host != nullptr);
-          return true;
-        }
-        if (store) {
-          const uint32_t v = (word >> (j * bits)) & mask;
-          std::memcpy(host, &v, bytes);
-        } else {
-          uint32_t v = 0;
-          std::memcpy(&v, host, bytes);
-          word |= ((v >> (index * bits % 8)) & mask) << (j * bits);
-        }
+  const uint32_t nregs = elems / per, shift = std::countr_zero(per);
+  // Entry idx of the matrix (row-major) is element idx / 32 of lane idx % 32, and again every
+  // `total / 32` elements in the fragments that hold it more than once (WmmaPos).
+  const uint32_t total = rows * cols, copies = elems * 32 / total;
+  uint32_t words[32][16] = {};
+  if (store) {
+    for (uint32_t q = 0; q < nregs; ++q)
+      for (int lane = 0; lane < 32; ++lane) words[lane][q] = LoadReg<uint32_t>(r, regs[q], lane);
+  }
+  // The whole matrix checked once when it is in bounds; otherwise entry by entry, which
+  // reports the first bad one.
+  const uint64_t span = col_major ? uint64_t{cols - 1} * stride + rows
+                                  : uint64_t{rows - 1} * stride + cols;
+  uint8_t* base = (addr & (bytes - 1)) ? nullptr
+                                       : Resolve<S>(w, 0, addr, static_cast<uint32_t>(std::min<uint64_t>(
+                                                                    (span * bits + 7) / 8, UINT32_MAX)),
+                                                    store);
+  for (uint32_t row = 0; row < rows; ++row) {
+    for (uint32_t col = 0; col < cols; ++col) {
+      const uint32_t idx = row * cols + col;
+      const int lane = static_cast<int>(idx & 31);
+      const uint64_t index =
+          col_major ? uint64_t{col} * stride + row : uint64_t{row} * stride + col;
+      const uint64_t a = addr + index * bits / 8;
+      uint8_t* host = base ? base + index * bits / 8 : Resolve<S>(w, lane, a, bytes, store);
+      if (!host || (a & (bytes - 1))) {
+        AddressFault(w, in, lane, a, bytes, S, host != nullptr);
+        return true;
       }
-      if (!store) StoreReg<uint32_t>(r, regs[q], lane, word);
+      const uint32_t e = idx >> 5;
+      if (store) {
+        const uint32_t v = (words[lane][e >> shift] >> ((e & (per - 1)) * bits)) & mask;
+        std::memcpy(host, &v, bytes);
+        continue;
+      }
+      uint32_t v;
+      if (bytes == 4) {
+        std::memcpy(&v, host, 4);
+      } else if (bytes == 2) {
+        uint16_t h;
+        std::memcpy(&h, host, 2);
+        v = h;
+      } else {
+        v = (*host >> (index * bits % 8)) & mask;
+      }
+      for (uint32_t k = 0; k < copies; ++k) {
+        const uint32_t ek = e + k * (total / 32);
+        words[lane][ek >> shift] |= v << ((ek & (per - 1)) * bits);
+      }
     }
+  }
+  if (!store) {
+    for (uint32_t q = 0; q < nregs; ++q)
+      for (int lane = 0; lane < 32; ++lane) StoreReg<uint32_t>(r, regs[q], lane, words[lane][q]);
   }
   return false;
 }
