@@ -4,7 +4,6 @@
 // (.sync.aligned) and a partial warp faults. Accumulation order and rounding, and the wmma
 // fragment layout the ISA leaves unspecified, are described in docs/tensor-cores.md.
 #include <bit>
-#include <cinttypes>
 #include <cstdio>
 
 #include "ptx/exec_util.h"
@@ -17,14 +16,27 @@ namespace {
 // Element types of matrix operands. kTF32 is an f32 bit pattern of which mma reads the top 19
 // bits; kE4M3 and kE5M2 are the 8-bit floats; kB1 is one bit. Integer types come last.
 enum class El : uint8_t {
-  kNone, kF16, kBF16, kTF32, kF32, kF64, kE4M3, kE5M2, kS8, kU8, kS4, kU4, kB1, kS32
+  kNone,
+  kF16,
+  kBF16,
+  kTF32,
+  kF32,
+  kF64,
+  kE4M3,
+  kE5M2,
+  kS8,
+  kU8,
+  kS4,
+  kU4,
+  kB1,
+  kS32
 };
 
 El ParseEl(const std::string& m) {
   static const std::pair<const char*, El> kNames[] = {
-      {".f16", El::kF16}, {".bf16", El::kBF16}, {".tf32", El::kTF32}, {".f32", El::kF32},
-      {".f64", El::kF64}, {".s8", El::kS8},     {".u8", El::kU8},     {".s4", El::kS4},
-      {".u4", El::kU4},   {".b1", El::kB1},     {".s32", El::kS32},   {".e4m3", El::kE4M3},
+      {".f16", El::kF16},  {".bf16", El::kBF16}, {".tf32", El::kTF32}, {".f32", El::kF32},
+      {".f64", El::kF64},  {".s8", El::kS8},     {".u8", El::kU8},     {".s4", El::kS4},
+      {".u4", El::kU4},    {".b1", El::kB1},     {".s32", El::kS32},   {".e4m3", El::kE4M3},
       {".e5m2", El::kE5M2}};
   for (const auto& [name, el] : kNames)
     if (m == name) return el;
@@ -116,8 +128,9 @@ uint64_t Encode(El e, double v, bool sat) {
       return std::bit_cast<uint64_t>(v);
     case El::kS32: {
       const auto x = static_cast<int64_t>(v);
-      if (sat) return static_cast<uint32_t>(static_cast<int32_t>(
-                   x < INT32_MIN ? INT32_MIN : (x > INT32_MAX ? INT32_MAX : x)));
+      if (sat)
+        return static_cast<uint32_t>(
+            static_cast<int32_t>(x < INT32_MIN ? INT32_MIN : (x > INT32_MAX ? INT32_MAX : x)));
       return static_cast<uint32_t>(x);
     }
     default:
@@ -544,6 +557,13 @@ bool ExecWmmaLdSt(const Inst& in, Warp& w, uint32_t m) {
       return true;
     }
   }
+  if constexpr (S == MemSpace::kGeneric) {
+    // wmma reaches global and shared memory only (and one matrix for the whole warp).
+    if (addr - kLocalWindow < kWindowSize || addr - kParamWindow < kWindowSize) {
+      AddressFault(w, in, 0, addr, 1, S, false);
+      return true;
+    }
+  }
   // Sub-byte elements (s4, u4, b1: loads only) are packed from bit 0 of each byte up.
   const uint32_t bits = ElBits(el), per = PerReg(el);
   const uint32_t bytes = bits < 8 ? 1 : bits / 8;
@@ -559,12 +579,12 @@ bool ExecWmmaLdSt(const Inst& in, Warp& w, uint32_t m) {
   }
   // The whole matrix checked once when it is in bounds; otherwise entry by entry, which
   // reports the first bad one.
-  const uint64_t span = col_major ? uint64_t{cols - 1} * stride + rows
-                                  : uint64_t{rows - 1} * stride + cols;
-  uint8_t* base = (addr & (bytes - 1)) ? nullptr
-                                       : Resolve<S>(w, 0, addr, static_cast<uint32_t>(std::min<uint64_t>(
-                                                                    (span * bits + 7) / 8, UINT32_MAX)),
-                                                    store);
+  const uint64_t span =
+      col_major ? uint64_t{cols - 1} * stride + rows : uint64_t{rows - 1} * stride + cols;
+  const uint64_t span_bytes = (span * bits + 7) / 8;
+  uint8_t* base = nullptr;
+  if ((addr & (bytes - 1)) == 0 && span_bytes <= UINT32_MAX)
+    base = Resolve<S>(w, 0, addr, static_cast<uint32_t>(span_bytes), store);
   for (uint32_t row = 0; row < rows; ++row) {
     for (uint32_t col = 0; col < cols; ++col) {
       const uint32_t idx = row * cols + col;
@@ -615,8 +635,7 @@ Status LowerWmmaLdSt(LowerCtx& c, bool store) {
   const bool row = c.Has(".row"), col = c.Has(".col");
   uint32_t M, N, K;
   std::vector<El> t = ElMods(c);
-  if (!which || row == col || !ParseShape(c, &M, &N, &K) || t.size() != 1)
-    return c.Unsupported();
+  if (!which || row == col || !ParseShape(c, &M, &N, &K) || t.size() != 1) return c.Unsupported();
   const El el = t[0];
   const bool ok_el = which == 'c' ? (el == El::kF16 || el == El::kF32 || el == El::kS32)
                                   : (el != El::kF32 && el != El::kS32);
@@ -638,9 +657,9 @@ Status LowerWmmaLdSt(LowerCtx& c, bool store) {
   if (nops != 2 && nops != 3) return c.Err("wmma.load/store expects 2 or 3 operands");
   const WmmaFrag f = FragOf(which, el, M, N, K);
   const uint32_t nregs = f.elems / PerReg(el);
-  MemSpace space = c.Has(".global")                           ? MemSpace::kGlobal
+  MemSpace space = c.Has(".global")                              ? MemSpace::kGlobal
                    : (c.Has(".shared") || c.Has(".shared::cta")) ? MemSpace::kShared
-                                                                : MemSpace::kGeneric;
+                                                                 : MemSpace::kGeneric;
   PVGPU_ASSIGN_OR_RETURN(Addr a, c.Address(c.ops()[store ? 0 : 1], space));
   Inst in;
   in.a[4] = a.base;
@@ -767,7 +786,8 @@ bool ExecLdStMatrix(const Inst& in, Warp& w, uint32_t m) {
       for (int q = 0; q < 8; ++q) std::memcpy(rows[q], mat[q], 16);
     } else {
       for (int lane = 0; lane < 32; ++lane) {
-        const uint32_t g = static_cast<uint32_t>(lane) / 4, c0 = 2 * (static_cast<uint32_t>(lane) % 4);
+        const uint32_t g = static_cast<uint32_t>(lane) / 4,
+                       c0 = 2 * (static_cast<uint32_t>(lane) % 4);
         const uint32_t lo = trans ? mat[c0][g] : mat[g][c0];
         const uint32_t hi = trans ? mat[c0 + 1][g] : mat[g][c0 + 1];
         StoreReg<uint32_t>(r, in.a[i], lane, lo | (hi << 16));
@@ -786,8 +806,8 @@ Status LowerLdStMatrix(LowerCtx& c, bool store) {
   if (num == 0) return c.Unsupported();
   PVGPU_TRY(c.NeedOps(2));
   const bool shared = c.Has(".shared") || c.Has(".shared::cta");
-  PVGPU_ASSIGN_OR_RETURN(Addr a, c.Address(c.ops()[store ? 0 : 1],
-                                           shared ? MemSpace::kShared : MemSpace::kGeneric));
+  PVGPU_ASSIGN_OR_RETURN(
+      Addr a, c.Address(c.ops()[store ? 0 : 1], shared ? MemSpace::kShared : MemSpace::kGeneric));
   Inst in;
   in.a[4] = a.base;
   in.imm = a.imm;

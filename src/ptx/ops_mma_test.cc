@@ -140,7 +140,8 @@ void CheckMma(const MmaForm& f, uint32_t seed = 1) {
   const int in_regs = f.na + f.nb + f.nc;
   const int words = std::max(in_regs, f.nd) * word_per_reg;
   std::vector<uint64_t> regs(32 * std::max(in_regs, f.nd), 0);
-  auto pack = [&](T t, int base, int nregs, const FragMap& map, std::vector<double>& mat, int cols) {
+  auto pack = [&](T t, int base, int nregs, const FragMap& map, std::vector<double>& mat,
+                  int cols) {
     const int bits = Bits(t), per = t == T::kF64 ? 1 : 32 / bits;
     std::vector<bool> seen(mat.size(), false);
     for (int lane = 0; lane < 32; ++lane) {
@@ -149,8 +150,8 @@ void CheckMma(const MmaForm& f, uint32_t seed = 1) {
         ASSERT_FALSE(seen[p.row * cols + p.col]) << f.inst << " lane " << lane << " i " << i;
         seen[p.row * cols + p.col] = true;
         Val v = RandomVal(t, rng);
-        if (f.sat && t == T::kS32) v = {v.v * 20000, static_cast<uint32_t>(
-                                                          static_cast<int32_t>(v.v * 20000))};
+        if (f.sat && t == T::kS32)
+          v = {v.v * 20000, static_cast<uint32_t>(static_cast<int32_t>(v.v * 20000))};
         mat[p.row * cols + p.col] = v.v;
         regs[lane * (words / word_per_reg) + base + i / per] |= v.bits << ((i % per) * bits);
       }
@@ -179,13 +180,12 @@ void CheckMma(const MmaForm& f, uint32_t seed = 1) {
   std::string body = "  mul.wide.u32 %rd2, %r0, " + std::to_string(words * 4) +
                      ";\n  add.s64 %rd3, %rd1, %rd2;\n  add.s64 %rd4, %rd0, %rd2;\n";
   for (int i = 0; i < in_regs; ++i)
-    body += "  ld.global." + ldt + " " + reg(first + i) + ", [%rd3+" + std::to_string(i * rb) +
-            "];\n";
+    body +=
+        "  ld.global." + ldt + " " + reg(first + i) + ", [%rd3+" + std::to_string(i * rb) + "];\n";
   body += "  " + f.inst + " " + list(d0, f.nd) + ", " + list(first, f.na) + ", " +
           list(first + f.na, f.nb) + ", " + list(first + f.na + f.nb, f.nc) + ";\n";
   for (int i = 0; i < f.nd; ++i)
-    body += "  st.global." + ldt + " [%rd4+" + std::to_string(i * rb) + "], " + reg(d0 + i) +
-            ";\n";
+    body += "  st.global." + ldt + " [%rd4+" + std::to_string(i * rb) + "], " + reg(d0 + i) + ";\n";
   auto r = RunSnippet(body, in, 32 * words, 32);
   ASSERT_TRUE(r.status.ok()) << f.inst << ": " << r.status.ToString();
   // Host reference: one accumulation per output element in k order.
@@ -198,7 +198,8 @@ void CheckMma(const MmaForm& f, uint32_t seed = 1) {
       if (is_int) {
         int64_t acc = static_cast<int64_t>(C[p.row * f.N + p.col]);
         for (int k = 0; k < f.K; ++k) {
-          auto a = static_cast<int64_t>(A[p.row * f.K + k]), b = static_cast<int64_t>(B[k * f.N + p.col]);
+          auto a = static_cast<int64_t>(A[p.row * f.K + k]),
+               b = static_cast<int64_t>(B[k * f.N + p.col]);
           acc += f.op == MmaForm::kXor ? (a ^ b) : f.op == MmaForm::kAnd ? (a & b) : a * b;
         }
         if (f.sat) acc = std::clamp<int64_t>(acc, INT32_MIN, INT32_MAX);
@@ -225,8 +226,8 @@ void CheckMma(const MmaForm& f, uint32_t seed = 1) {
       } else {
         got = static_cast<int32_t>(r.out[w]);
       }
-      ASSERT_EQ(got, want) << f.inst << " lane " << lane << " element " << i << " (" << p.row
-                           << "," << p.col << ")";
+      ASSERT_EQ(got, want) << f.inst << " lane " << lane << " element " << i << " (" << p.row << ","
+                           << p.col << ")";
     }
   }
 }
@@ -239,7 +240,8 @@ RC MapC(int lane, int i) { return {i < 2 ? G(lane) : G(lane) + 8, Tq(lane) * 2 +
 
 TEST(MmaTest, F16M16N8K16) {
   FragMap a = [](int l, int i) {
-    return RC{(i < 2 || (i >= 4 && i < 6)) ? G(l) : G(l) + 8, Tq(l) * 2 + (i & 1) + (i >= 4 ? 8 : 0)};
+    return RC{(i < 2 || (i >= 4 && i < 6)) ? G(l) : G(l) + 8,
+              Tq(l) * 2 + (i & 1) + (i >= 4 ? 8 : 0)};
   };
   FragMap b = [](int l, int i) { return RC{Tq(l) * 2 + (i & 1) + (i >= 2 ? 8 : 0), G(l)}; };
   CheckMma({"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, T::kF16, T::kF16,
@@ -255,8 +257,8 @@ TEST(MmaTest, F16M16N8K16) {
 TEST(MmaTest, F16M16N8K8) {
   FragMap a = [](int l, int i) { return RC{i < 2 ? G(l) : G(l) + 8, Tq(l) * 2 + (i & 1)}; };
   FragMap b = [](int l, int i) { return RC{Tq(l) * 2 + i, G(l)}; };
-  CheckMma({"mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f32", 16, 8, 8, T::kF16, T::kF16,
-            T::kF32, T::kF16, 2, 1, 4, 2, a, b, MapC});
+  CheckMma({"mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f32", 16, 8, 8, T::kF16, T::kF16, T::kF32,
+            T::kF16, 2, 1, 4, 2, a, b, MapC});
   CheckMma({"mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", 16, 8, 8, T::kBF16, T::kBF16,
             T::kF32, T::kF32, 2, 1, 4, 4, a, b, MapC});
 }
@@ -283,11 +285,25 @@ TEST(MmaTest, F64M8N8K4) {
 
 TEST(MmaTest, Int8) {
   FragMap a32 = [](int l, int i) {
-    return RC{(i < 4 || (i >= 8 && i < 12)) ? G(l) : G(l) + 8, Tq(l) * 4 + (i & 3) + (i >= 8 ? 16 : 0)};
+    return RC{(i < 4 || (i >= 8 && i < 12)) ? G(l) : G(l) + 8,
+              Tq(l) * 4 + (i & 3) + (i >= 8 ? 16 : 0)};
   };
   FragMap b32 = [](int l, int i) { return RC{Tq(l) * 4 + (i & 3) + (i >= 4 ? 16 : 0), G(l)}; };
-  MmaForm f{"mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32", 16, 8, 32, T::kS8, T::kU8,
-            T::kS32, T::kS32, 4, 2, 4, 4, a32, b32, MapC};
+  MmaForm f{"mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32",
+            16,
+            8,
+            32,
+            T::kS8,
+            T::kU8,
+            T::kS32,
+            T::kS32,
+            4,
+            2,
+            4,
+            4,
+            a32,
+            b32,
+            MapC};
   f.sat = true;  // C values near the s32 limits: some outputs saturate
   CheckMma(f);
   CheckMma({"mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32", 16, 8, 32, T::kU8, T::kS8, T::kS32,
@@ -304,7 +320,8 @@ TEST(MmaTest, Int8) {
 
 TEST(MmaTest, Fp8) {
   FragMap a32 = [](int l, int i) {
-    return RC{(i < 4 || (i >= 8 && i < 12)) ? G(l) : G(l) + 8, Tq(l) * 4 + (i & 3) + (i >= 8 ? 16 : 0)};
+    return RC{(i < 4 || (i >= 8 && i < 12)) ? G(l) : G(l) + 8,
+              Tq(l) * 4 + (i & 3) + (i >= 8 ? 16 : 0)};
   };
   FragMap b32 = [](int l, int i) { return RC{Tq(l) * 4 + (i & 3) + (i >= 4 ? 16 : 0), G(l)}; };
   CheckMma({"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", 16, 8, 32, T::kE4M3, T::kE5M2,
@@ -319,15 +336,29 @@ TEST(MmaTest, Int4AndB1) {
   CheckMma({"mma.sync.aligned.m8n8k32.row.col.s32.s4.u4.s32", 8, 8, 32, T::kS4, T::kU4, T::kS32,
             T::kS32, 1, 1, 2, 2, a32, b32, MapC});
   FragMap a64 = [](int l, int i) {
-    return RC{(i < 8 || (i >= 16 && i < 24)) ? G(l) : G(l) + 8, Tq(l) * 8 + (i & 7) + (i >= 16 ? 32 : 0)};
+    return RC{(i < 8 || (i >= 16 && i < 24)) ? G(l) : G(l) + 8,
+              Tq(l) * 8 + (i & 7) + (i >= 16 ? 32 : 0)};
   };
   FragMap b64 = [](int l, int i) { return RC{Tq(l) * 8 + (i & 7) + (i >= 8 ? 32 : 0), G(l)}; };
   CheckMma({"mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32", 16, 8, 64, T::kS4, T::kS4, T::kS32,
             T::kS32, 4, 2, 4, 4, a64, b64, MapC});
   FragMap a128 = [](int l, int i) { return RC{G(l), Tq(l) * 32 + i}; };
   FragMap b128 = [](int l, int i) { return RC{Tq(l) * 32 + i, G(l)}; };
-  MmaForm x{"mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.xor.popc", 8, 8, 128, T::kB1, T::kB1,
-            T::kS32, T::kS32, 1, 1, 2, 2, a128, b128, MapC};
+  MmaForm x{"mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.xor.popc",
+            8,
+            8,
+            128,
+            T::kB1,
+            T::kB1,
+            T::kS32,
+            T::kS32,
+            1,
+            1,
+            2,
+            2,
+            a128,
+            b128,
+            MapC};
   x.op = MmaForm::kXor;
   CheckMma(x);
   FragMap a256 = [](int l, int i) {
@@ -335,8 +366,21 @@ TEST(MmaTest, Int4AndB1) {
               Tq(l) * 32 + (i & 31) + (i >= 64 ? 128 : 0)};
   };
   FragMap b256 = [](int l, int i) { return RC{Tq(l) * 32 + (i & 31) + (i >= 32 ? 128 : 0), G(l)}; };
-  MmaForm y{"mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc", 16, 8, 256, T::kB1,
-            T::kB1, T::kS32, T::kS32, 4, 2, 4, 4, a256, b256, MapC};
+  MmaForm y{"mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc",
+            16,
+            8,
+            256,
+            T::kB1,
+            T::kB1,
+            T::kS32,
+            T::kS32,
+            4,
+            2,
+            4,
+            4,
+            a256,
+            b256,
+            MapC};
   y.op = MmaForm::kAnd;
   CheckMma(y);
 }
@@ -362,12 +406,38 @@ TEST(MmaTest, F16M8N8K4FourProducts) {
                {"col.col", a_col, b_col}};
   for (const auto& k : cases) {
     const std::string p = std::string("mma.sync.aligned.m8n8k4.") + k.layouts;
-    MmaForm f32{p + ".f32.f16.f16.f32", 32, 32, 4, T::kF16, T::kF16, T::kF32, T::kF32, 2, 2, 8,
-                8, k.a, k.b, c32};
+    MmaForm f32{p + ".f32.f16.f16.f32",
+                32,
+                32,
+                4,
+                T::kF16,
+                T::kF16,
+                T::kF32,
+                T::kF32,
+                2,
+                2,
+                8,
+                8,
+                k.a,
+                k.b,
+                c32};
     f32.block_diag = true;
     CheckMma(f32);
-    MmaForm f16{p + ".f16.f16.f16.f16", 32, 32, 4, T::kF16, T::kF16, T::kF16, T::kF16, 2, 2, 4,
-                4, k.a, k.b, c16};
+    MmaForm f16{p + ".f16.f16.f16.f16",
+                32,
+                32,
+                4,
+                T::kF16,
+                T::kF16,
+                T::kF16,
+                T::kF16,
+                2,
+                2,
+                4,
+                4,
+                k.a,
+                k.b,
+                c16};
     f16.block_diag = true;
     CheckMma(f16);
   }
@@ -545,7 +615,8 @@ void CheckWmma(const WmmaForm& f) {
   std::vector<uint8_t> mem(2 * ab_bytes + 4 * f.M * f.N, 0);
   auto put = [&](size_t base, size_t index, uint64_t v, int b) {
     for (int k = 0; k < b; ++k)
-      if ((v >> k) & 1) mem[base + (index * b + k) / 8] |= static_cast<uint8_t>(1 << ((index * b + k) % 8));
+      if ((v >> k) & 1)
+        mem[base + (index * b + k) / 8] |= static_cast<uint8_t>(1 << ((index * b + k) % 8));
   };
   for (int i = 0; i < f.M; ++i)
     for (int k = 0; k < f.K; ++k) {
@@ -598,8 +669,8 @@ void CheckWmma(const WmmaForm& f) {
       } else {
         float acc = static_cast<float>(C[i * f.N + j]);
         for (int k = 0; k < f.K; ++k)
-          acc = std::fma(static_cast<float>(A[i * f.K + k]), static_cast<float>(B[k * f.N + j]),
-                         acc);
+          acc =
+              std::fma(static_cast<float>(A[i * f.K + k]), static_cast<float>(B[k * f.N + j]), acc);
         ASSERT_EQ(U2F(r.out[i * f.N + j]), acc) << f.mma << " " << i << "," << j;
       }
     }
@@ -607,17 +678,19 @@ void CheckWmma(const WmmaForm& f) {
 }
 
 TEST(WmmaTest, Bf16Tf32Int4B1) {
-  CheckWmma({"m16n16k16", "bf16", "f32", "wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32",
-             16, 16, 16, T::kBF16, T::kF32, 4, 4, 8});
+  CheckWmma({"m16n16k16", "bf16", "f32",
+             "wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32", 16, 16, 16, T::kBF16,
+             T::kF32, 4, 4, 8});
   CheckWmma({"m32n8k16", "bf16", "f32", "wmma.mma.sync.aligned.row.col.m32n8k16.f32.bf16.bf16.f32",
              32, 8, 16, T::kBF16, T::kF32, 8, 2, 8});
   CheckWmma({"m16n16k8", "tf32", "f32", "wmma.mma.sync.aligned.row.col.m16n16k8.f32.tf32.tf32.f32",
              16, 16, 8, T::kTF32, T::kF32, 4, 4, 8});
   CheckWmma({"m8n8k32", "s4", "s32", "wmma.mma.sync.aligned.row.col.m8n8k32.s32.s4.s4.s32", 8, 8,
              32, T::kS4, T::kS32, 1, 1, 2});
-  WmmaForm b1{"m8n8k128", "b1", "s32",
-              "wmma.mma.xor.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32", 8, 8, 128, T::kB1,
-              T::kS32, 1, 1, 2};
+  WmmaForm b1{
+      "m8n8k128", "b1", "s32", "wmma.mma.xor.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32",
+      8,          8,    128,   T::kB1,
+      T::kS32,    1,    1,     2};
   b1.op = MmaForm::kXor;
   CheckWmma(b1);
 }
@@ -659,7 +732,9 @@ TEST(WmmaTest, IntegerSharedAndTranspose) {
                       in, 512, 32, ".shared .align 32 .b8 s[640];");
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   auto a = [&](int i, int k) { return static_cast<int8_t>(in[(i * 16 + k) / 4] >> (8 * (k % 4))); };
-  auto b = [&](int k, int j) { return static_cast<uint8_t>(in[128 + (k * 8 + j) / 4] >> (8 * (j % 4))); };
+  auto b = [&](int k, int j) {
+    return static_cast<uint8_t>(in[128 + (k * 8 + j) / 4] >> (8 * (j % 4)));
+  };
   // The C fragment's registers alternate the two constants, so which C element got which value
   // follows from our layout: element e of lane l is entry (e * 32 + l) mod 256, and e's register
   // is e (one s32 per register).

@@ -197,7 +197,8 @@ int Main(int argc, char** argv) {
     env.memory = &mem;
     double ti = TimeIt(
         [&] {
-          Status s = exec.Launch(*tensor.program, *k, {{n / 16, n / 16, 1}, {32, 1, 1}, 0}, buf, env);
+          Status s =
+              exec.Launch(*tensor.program, *k, {{n / 16, n / 16, 1}, {32, 1, 1}, 0}, buf, env);
           if (!s.ok()) std::fprintf(stderr, "wmma_gemm failed: %s\n", s.ToString().c_str());
         },
         3);
