@@ -459,7 +459,8 @@ Status LowerMmaSync(LowerCtx& c) {
   } else if (s.a == El::kTF32 && s.b == El::kTF32) {
     ok = f32_acc && (shape_is(16, 4) || shape_is(16, 8));
   } else if (s.a == El::kF64 && s.b == El::kF64) {
-    ok = s.c == El::kF64 && s.d == El::kF64 && shape_is(8, 4);
+    ok = s.c == El::kF64 && s.d == El::kF64 &&
+         (shape_is(8, 4) || shape_is(16, 4) || shape_is(16, 8) || shape_is(16, 16));
   } else if (both(El::kE4M3, El::kE5M2)) {
     ok = fp_acc && (shape_is(16, 16) || shape_is(16, 32));
   } else if (both(El::kS8, El::kU8)) {

@@ -168,16 +168,17 @@ void CheckMma(const MmaForm& f, uint32_t seed = 1) {
     if (wide) in.push_back(static_cast<uint32_t>(r >> 32));
   }
   // Kernel: lane loads its registers, runs the mma, stores D.
-  auto reg = [&](int i) { return (wide ? "%fd" : "%r") + std::to_string(i); };
+  auto reg = [&](int i) { return (wide ? "%x" : "%r") + std::to_string(i); };
   auto list = [&](int first, int n) {
     std::string s = "{";
     for (int i = 0; i < n; ++i) s += (i ? ", " : "") + reg(first + i);
     return s + "}";
   };
-  const int d0 = wide ? 4 : 20, first = wide ? 0 : 1;
+  const int d0 = wide ? 16 : 20, first = wide ? 0 : 1;
   const std::string ldt = wide ? "b64" : "b32";
   const int rb = wide ? 8 : 4;
-  std::string body = "  mul.wide.u32 %rd2, %r0, " + std::to_string(words * 4) +
+  std::string body = std::string(wide ? "  .reg .f64 %x<20>;\n" : "") +
+                     "  mul.wide.u32 %rd2, %r0, " + std::to_string(words * 4) +
                      ";\n  add.s64 %rd3, %rd1, %rd2;\n  add.s64 %rd4, %rd0, %rd2;\n";
   for (int i = 0; i < in_regs; ++i)
     body +=
@@ -281,6 +282,22 @@ TEST(MmaTest, F64M8N8K4) {
   FragMap b = [](int l, int) { return RC{Tq(l), G(l)}; };
   CheckMma({"mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 8, 8, 4, T::kF64, T::kF64, T::kF64,
             T::kF64, 1, 1, 2, 2, a, b, MapC});
+  // The sm_90 shapes.
+  FragMap a4 = [](int l, int i) { return RC{i == 0 ? G(l) : G(l) + 8, Tq(l)}; };
+  CheckMma({"mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64.rn", 16, 8, 4, T::kF64, T::kF64,
+            T::kF64, T::kF64, 2, 1, 4, 4, a4, b, MapC});
+  FragMap a8 = [](int l, int i) {
+    return RC{(i == 0 || i == 2) ? G(l) : G(l) + 8, i < 2 ? Tq(l) : Tq(l) + 4};
+  };
+  FragMap b8 = [](int l, int i) { return RC{i == 0 ? Tq(l) : Tq(l) + 4, G(l)}; };
+  CheckMma({"mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64", 16, 8, 8, T::kF64, T::kF64, T::kF64,
+            T::kF64, 4, 2, 4, 4, a8, b8, MapC});
+  FragMap a16 = [](int l, int i) {
+    return RC{i % 2 == 0 ? G(l) : G(l) + 8, i % 2 == 0 ? i * 2 + Tq(l) : i * 2 - 2 + Tq(l)};
+  };
+  FragMap b16 = [](int l, int i) { return RC{Tq(l) + i * 4, G(l)}; };
+  CheckMma({"mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", 16, 8, 16, T::kF64, T::kF64,
+            T::kF64, T::kF64, 8, 4, 4, 4, a16, b16, MapC});
 }
 
 TEST(MmaTest, Int8) {
