@@ -345,6 +345,11 @@ TEST(MmaTest, Fp8) {
             T::kF32, T::kF32, 4, 2, 4, 4, a32, b32, MapC});
   CheckMma({"mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32", 16, 8, 32, T::kE5M2, T::kE4M3,
             T::kF32, T::kF32, 4, 2, 4, 4, a32, b32, MapC});
+  // m16n8k16 with f16 accumulators (sm_89, PTX 8.7): the s8 m16n8k16 layout.
+  FragMap a16 = [](int l, int i) { return RC{i < 4 ? G(l) : G(l) + 8, Tq(l) * 4 + (i & 3)}; };
+  FragMap b16 = [](int l, int i) { return RC{Tq(l) * 4 + i, G(l)}; };
+  CheckMma({"mma.sync.aligned.m16n8k16.row.col.f16.e4m3.e4m3.f16", 16, 8, 16, T::kE4M3, T::kE4M3,
+            T::kF16, T::kF16, 2, 1, 2, 2, a16, b16, MapC});
 }
 
 TEST(MmaTest, Int4AndB1) {
