@@ -534,7 +534,7 @@ bool WmmaShapeOk(uint32_t M, uint32_t N, uint32_t K, El in_el) {
 }
 
 // wmma.load / wmma.store. a[4]: base register, a[5]: stride register (kNoReg: the default),
-// imm: address offset; flags bit0: 32-bit base, bit1: column-major, bit2: store. n: registers.
+// imm: address offset; flags bit0: 32-bit base, bit1: column-major, bit2: store.
 // Register list: rows, cols, element type, elements per lane, then the registers.
 template <MemSpace S>
 bool ExecWmmaLdSt(const Inst& in, Warp& w, uint32_t m) {
@@ -666,7 +666,6 @@ Status LowerWmmaLdSt(LowerCtx& c, bool store) {
   in.a[4] = a.base;
   in.imm = a.imm;
   in.flags = (a.base32 ? 1 : 0) | (col ? 2 : 0) | (store ? 4 : 0);
-  in.n = static_cast<uint16_t>(nregs);
   switch (a.space) {
     case MemSpace::kGlobal:
       in.fn = &ExecWmmaLdSt<MemSpace::kGlobal>;

@@ -498,7 +498,7 @@ TEST(MmaTest, PartialWarpFaultsAndBadFormsFailToLoad) {
 // ldmatrix of four 8x8 matrices (plain and .trans), stmatrix back (with .trans), movmatrix.
 TEST(LdMatrixTest, LoadStoreMove) {
   // Shared: 4 matrices of 8 rows, row q of matrix i at byte (i * 8 + q) * 32 (padded rows).
-  // Element (i, q, c) = i * 64 + q * 8 + c.
+  // Element (i, q, c) is in[i * 64 + q * 8 + c].
   std::vector<uint32_t> in(4 * 8 * 8);  // 16-bit values, one per word
   const std::string body = R"(
   // Fill shared from in: lane l copies 8 words.
