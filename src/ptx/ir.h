@@ -188,6 +188,9 @@ struct KernelImage {
   bool uses_printf = false;
   bool uses_device_launch = false;  // calls the device runtime's launch (device_launch.cc)
   std::vector<TexOperands> tex;  // texture and surface instructions' operands
+  // Register offsets of instructions with more operands than an Inst holds (mma, wmma); the
+  // Inst's aux is where its list starts (ops_mma.cc).
+  std::vector<uint32_t> reg_lists;
 };
 
 }  // namespace pvgpu::ptx

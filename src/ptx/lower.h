@@ -71,6 +71,7 @@ void RegisterControl(OpTable& t);
 void RegisterHalf(OpTable& t);
 void RegisterTexture(OpTable& t);  // ops_texture.cc
 void RegisterAsync(OpTable& t);    // ops_async.cc
+void RegisterMma(OpTable& t);      // ops_mma.cc
 const OpTable& GlobalOpTable();
 
 class LowerCtx {

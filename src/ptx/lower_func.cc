@@ -388,6 +388,7 @@ const OpTable& GlobalOpTable() {
     RegisterHalf(t);
     RegisterTexture(t);
     RegisterAsync(t);
+    RegisterMma(t);
     return t;
   }();
   return table;

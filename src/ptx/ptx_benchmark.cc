@@ -1,7 +1,7 @@
 // Interpreter versus plain C++ on the corpus kernels (single worker thread against a single
 // native thread, so the ratio is the interpreter's per-core overhead), and a cooperative
 // launch's grid barriers against a launch per step ("coop").
-//   ptx_benchmark [corpus_dir] [sgemm|nbody|reduce|coop]
+//   ptx_benchmark [corpus_dir] [sgemm|wgemm|nbody|reduce|coop]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <ctime>
 #include <random>
 
+#include "ptx/half.h"
 #include "ptx/test_util.h"
 
 namespace pvgpu::ptx {
@@ -168,6 +169,41 @@ int Main(int argc, char** argv) {
         3);
     double tn = TimeIt([&] { NativeSgemm(n, a.data(), b.data(), c.data()); }, 10);
     std::printf("%-12s %12.2f %12.2f %8.1f\n", "sgemm256", ti * 1e3, tn * 1e3, ti / tn);
+  }
+  if (want("wgemm")) {
+    // WMMA GEMM (tensor.cu: f16 in, f32 accumulate, one warp per 16x16 tile) against the
+    // native sgemm on the same values as floats.
+    auto tensor = testing::LoadInto(testing::Runner::ReadFile(dir + "/tensor_sm80.ptx"), mem);
+    const KernelInfo* k = tensor.program ? tensor.program->FindKernel("wmma_gemm") : nullptr;
+    if (!k) {
+      std::fprintf(stderr, "cannot load %s/tensor_sm80.ptx\n", dir.c_str());
+      return 1;
+    }
+    const int n = 256;
+    std::vector<uint16_t> ha(n * n), hb(n * n);
+    std::vector<float> a(n * n), b(n * n), c(n * n);
+    for (int i = 0; i < n * n; ++i) {
+      ha[i] = FloatToHalf(d(rng));
+      hb[i] = FloatToHalf(d(rng));
+      a[i] = HalfToFloat(ha[i]);
+      b[i] = HalfToFloat(hb[i]);
+    }
+    uint64_t da = mem.Upload(ha), db = mem.Upload(hb), dc = mem.Alloc(n * n * 4);
+    std::vector<testing::Arg> args = {da, db, dc, n, n, n};
+    std::vector<uint8_t> buf(k->param_bytes);
+    for (size_t i = 0; i < args.size(); ++i)
+      std::memcpy(buf.data() + k->params[i].offset, args[i].bytes.data(), args[i].bytes.size());
+    LaunchEnv env;
+    env.memory = &mem;
+    double ti = TimeIt(
+        [&] {
+          Status s =
+              exec.Launch(*tensor.program, *k, {{n / 16, n / 16, 1}, {32, 1, 1}, 0}, buf, env);
+          if (!s.ok()) std::fprintf(stderr, "wmma_gemm failed: %s\n", s.ToString().c_str());
+        },
+        3);
+    double tn = TimeIt([&] { NativeSgemm(n, a.data(), b.data(), c.data()); }, 10);
+    std::printf("%-12s %12.2f %12.2f %8.1f\n", "wgemm256", ti * 1e3, tn * 1e3, ti / tn);
   }
   if (want("nbody")) {
     const int n = 4096;
