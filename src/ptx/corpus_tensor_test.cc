@@ -3,6 +3,7 @@
 // powers of two so that every sum is exact in the accumulator type: the references do not depend
 // on the accumulation order.
 #include <algorithm>
+#include <cstring>
 
 #include "ptx/corpus_fixture.h"
 #include "ptx/half.h"
@@ -108,6 +109,41 @@ TEST_P(TensorCorpusTest, IntegerMmaSaturates) {
   }
   EXPECT_GT(saturated, 0);
   EXPECT_LT(saturated, m * n * (k / 32));
+}
+
+// tf32 inputs: f32 values rounded to tf32 (nearest, ties away) by the kernel itself. The
+// inputs have up to 13 significant bits, so rounding drops some: the reference rounds them the way the
+// ISA defines cvt.rna.tf32.f32 and then sums exactly (every product and partial sum fits f32).
+float RoundToTf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits = (bits + 0x1000u) & ~0x1FFFu;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+TEST_P(TensorCorpusTest, WmmaTf32GemmRoundsItsInputs) {
+  auto& r = Load("tensor");
+  const int m = 16, n = 32, k = 32;
+  std::uniform_int_distribution<int> d(-8191, 8191);
+  std::vector<float> a(m * k), b(k * n);
+  for (auto& v : a) v = static_cast<float>(d(rng_)) / 4096.0f;  // up to 13 significant bits
+  for (auto& v : b) v = static_cast<float>(d(rng_) % 64) / 16.0f;
+  uint64_t da = r.mem().Upload(a), db = r.mem().Upload(b), dc = r.mem().Alloc(m * n * 4);
+  ASSERT_TRUE(
+      r.Launch("wmma_tf32_gemm", {n / 16, m / 16, 1}, {32, 1, 1}, {da, db, dc, m, n, k}).ok());
+  auto c = r.mem().Download<float>(dc, m * n);
+  int rounded = 0;
+  for (float v : a) rounded += RoundToTf32(v) != v;
+  EXPECT_GT(rounded, 0) << "no input needed rounding: the test would not see it";
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double want = 0;
+      for (int kk = 0; kk < k; ++kk)
+        want += double{RoundToTf32(a[i * k + kk])} * RoundToTf32(b[kk * n + j]);
+      ASSERT_EQ(c[i * n + j], want) << i << "," << j;
+    }
+  }
 }
 
 }  // namespace

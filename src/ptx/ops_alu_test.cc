@@ -177,6 +177,34 @@ TEST(ConvertTest, SaturationHalfAndBf16) {
   EXPECT_EQ(r.out[15], 0xFFFFFFFFu);
 }
 
+// f32 to tf32 (10 mantissa bits): ties at the 13th bit go away from zero (.rna) or to even
+// (.rn); .rz truncates; .satfinite stops at the largest finite tf32; NaN becomes canonical.
+TEST(ConvertTest, Tf32Rounding) {
+  auto r = RunSnippet(R"(
+  ld.global.f32 %f1, [%rd1];      ld.global.f32 %f2, [%rd1+4];
+  ld.global.f32 %f3, [%rd1+8];    ld.global.f32 %f4, [%rd1+12];
+  ld.global.f32 %f5, [%rd1+16];
+  cvt.rna.tf32.f32 %r1, %f1;      st.global.u32 [%rd0], %r1;
+  cvt.rn.tf32.f32 %r1, %f1;       st.global.u32 [%rd0+4], %r1;
+  cvt.rz.tf32.f32 %r1, %f1;       st.global.u32 [%rd0+8], %r1;
+  cvt.rn.tf32.f32 %r1, %f2;       st.global.u32 [%rd0+12], %r1;
+  cvt.rna.tf32.f32 %r1, %f3;      st.global.u32 [%rd0+16], %r1;
+  cvt.rna.satfinite.tf32.f32 %r1, %f3; st.global.u32 [%rd0+20], %r1;
+  cvt.rna.tf32.f32 %r1, %f4;      st.global.u32 [%rd0+24], %r1;
+  cvt.rna.tf32.f32 %r1, %f5;      st.global.u32 [%rd0+28], %r1;
+  )",
+                      {0x3F801000u, 0x3F803000u, 0x7F7FFFFFu, 0x7FC00001u, 0xBF801000u}, 8);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out[0], 0x3F802000u);  // 1 + 2^-11, a tie: away from zero
+  EXPECT_EQ(r.out[1], 0x3F800000u);  // to even
+  EXPECT_EQ(r.out[2], 0x3F800000u);
+  EXPECT_EQ(r.out[3], 0x3F804000u);  // 1 + 3 * 2^-11: the even neighbour is above
+  EXPECT_EQ(r.out[4], 0x7F800000u);  // FLT_MAX rounds up to infinity
+  EXPECT_EQ(r.out[5], 0x7F7FE000u);  // ... unless .satfinite
+  EXPECT_EQ(r.out[6], 0x7FFFFFFFu);
+  EXPECT_EQ(r.out[7], 0xBF802000u);
+}
+
 TEST(MathTest, DirectedRoundingTestpCopysign) {
   auto r = RunSnippet(R"(
   mov.f32 %f1, 0f3F800000;

@@ -226,7 +226,43 @@ bool ExecRounded(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
+// cvt{.rna,.rn,.rz}{.satfinite}.tf32.f32 d, a: a rounded to tf32 (10 explicit mantissa bits),
+// kept in a 32-bit register with the 13 low mantissa bits zero, as mma and wmma read tf32.
+// aux: 0 rna (nearest, ties away from zero), 1 rn (ties to even), 2 rz; flags bit 0 satfinite.
+bool ExecCvtTf32(const Inst& in, Warp& w, uint32_t m) {
+  ForLanes(m, [&](int i) {
+    uint32_t bits = LoadReg<uint32_t>(w.regs, in.a[1], i);
+    const uint32_t magnitude = bits & 0x7FFFFFFFu;
+    if (magnitude > 0x7F800000u) {
+      bits = 0x7FFFFFFFu;  // NaN: the canonical one
+    } else if (magnitude < 0x7F800000u) {
+      if (in.aux == 0) bits += 0x1000u;
+      if (in.aux == 1) bits += 0xFFFu + ((bits >> 13) & 1u);
+      bits &= ~0x1FFFu;
+      if ((in.flags & 1) && (bits & 0x7FFFFFFFu) == 0x7F800000u) {
+        bits = (bits & 0x80000000u) | 0x7F7FE000u;  // the largest finite tf32
+      }
+    }
+    StoreReg<uint32_t>(w.regs, in.a[0], i, bits);
+  });
+  return false;
+}
+
+Status LowerCvtTf32(LowerCtx& c) {
+  PVGPU_TRY(c.NeedOps(2));
+  Inst in;
+  in.fn = ExecCvtTf32;
+  in.aux = c.Has(".rna") ? 0 : c.Has(".rn") ? 1 : c.Has(".rz") ? 2 : 3;
+  if (in.aux == 3 || !c.Has(".f32")) return c.Unsupported("cvt to tf32 needs .rna, .rn or .rz from .f32");
+  in.flags = c.Has(".satfinite") ? 1 : 0;
+  PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, Ty::kF32));
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, Ty::kB32));
+  c.Emit(in);
+  return Status::Ok();
+}
+
 Status LowerCvt(LowerCtx& c) {
+  if (c.Has(".tf32")) return LowerCvtTf32(c);
   Ty dt0 = c.TypeMod(0);
   if (dt0 == Ty::kF16x2 || dt0 == Ty::kBF16x2 || c.Has(".pack") ||
       ((dt0 == Ty::kF16 || dt0 == Ty::kBF16) && (c.Has(".relu") || c.Has(".satfinite"))))

@@ -111,3 +111,23 @@ extern "C" __global__ void imma_gemm(const int8_t* a, const uint8_t* b, int* c, 
   c[(tile_m + g + 8) * n + tile_n + 2 * t] = d[2];
   c[(tile_m + g + 8) * n + tile_n + 2 * t + 1] = d[3];
 }
+
+// C[M x N] (f32, row-major) = tf32(A[M x K]) * tf32(B[K x N]), both f32 row-major in memory,
+// rounded to tf32 element by element in the fragments (__float_to_tf32: cvt.rna.tf32.f32).
+// One warp per 16x16 tile, k in steps of 8; grid = (N / 16, M / 16).
+extern "C" __global__ void wmma_tf32_gemm(const float* a, const float* b, float* c, int m,
+                                          int n, int k) {
+  int tile_m = blockIdx.y * 16, tile_n = blockIdx.x * 16;
+  wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  for (int kk = 0; kk < k; kk += 8) {
+    wmma::load_matrix_sync(fa, a + tile_m * k + kk, k);
+    wmma::load_matrix_sync(fb, b + kk * n + tile_n, n);
+    for (int i = 0; i < fa.num_elements; ++i) fa.x[i] = wmma::__float_to_tf32(fa.x[i]);
+    for (int i = 0; i < fb.num_elements; ++i) fb.x[i] = wmma::__float_to_tf32(fb.x[i]);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+  wmma::store_matrix_sync(c + tile_m * n + tile_n, acc, n, wmma::mem_row_major);
+}
