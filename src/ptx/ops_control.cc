@@ -353,6 +353,9 @@ void RegisterControl(OpTable& t) {
   t.Add("brkpt", LowerNoOp);
   t.Add("pmevent", LowerNoOp);
   t.Add("nanosleep", LowerNanosleep);
+  // Programmatic dependent launch (sm_90): a context's launches run one after another, so the
+  // grids a kernel would wait for have completed and there is nothing to signal early.
+  t.Add("griddepcontrol", LowerNoOp);
 }
 
 }  // namespace pvgpu::ptx

@@ -295,7 +295,11 @@ MemSpace SpaceFromMods(const LowerCtx& c) {
 }
 
 Status LowerLdSt(LowerCtx& c, bool store) {
-  PVGPU_TRY(c.NeedOps(2));
+  // .L2::cache_hint adds a 64-bit cache policy (createpolicy): a hint the engine ignores, its
+  // operand still resolved so that a malformed one is a load error.
+  const bool hinted = c.Has(".L2::cache_hint");
+  PVGPU_TRY(c.NeedOps(hinted ? 3 : 2));
+  if (hinted) PVGPU_TRY(c.Src(2, Ty::kB64).status());
   Ty t = c.TypeMod();
   // .b128 moves a 128-bit register's two 64-bit halves (see ClassOf).
   const bool b128 = t == Ty::kB128;

@@ -258,6 +258,25 @@ Status LowerNop(LowerCtx& c) {
   return Status::Ok();
 }
 
+// createpolicy (sm_80): a 64-bit L2 cache policy for loads, stores and copies with
+// .L2::cache_hint, which the engine accepts and ignores, so any value will do; the operands are
+// still resolved so that a malformed instruction is a load error. aux: the value.
+bool ExecCreatePolicy(const Inst& in, Warp& w, uint32_t m) {
+  ForLanes(m, [&](int i) { StoreReg<uint64_t>(w.regs, in.a[0], i, in.aux); });
+  return false;
+}
+
+Status LowerCreatePolicy(LowerCtx& c) {
+  if (!c.Has(".fractional") && !c.Has(".range") && !c.Has(".cvt")) return c.Unsupported();
+  if (c.ops().size() < 2) return c.Err("createpolicy expects a destination and operands");
+  Inst in;
+  in.fn = ExecCreatePolicy;
+  in.aux = 0x10E0000000000000ull;  // nonzero, like the driver's encodings
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, Ty::kB64));
+  c.Emit(in);
+  return Status::Ok();
+}
+
 }  // namespace
 
 void EmitReleaseFence(LowerCtx& c) {
@@ -283,6 +302,8 @@ void RegisterMove(OpTable& t) {
   t.Add("prefetch", LowerNop);
   t.Add("prefetchu", LowerNop);
   t.Add("discard", LowerNop);
+  t.Add("applypriority", LowerNop);  // an L2 eviction priority: a hint
+  t.Add("createpolicy", LowerCreatePolicy);
 }
 
 }  // namespace pvgpu::ptx

@@ -54,6 +54,40 @@ TEST(WarpOpsTest, ShflSegmentsPredicateVoteUniMatchAll) {
   }
 }
 
+// sm_80/sm_90 forms nvcc emits around ordinary code: elect.sync (cooperative groups'
+// invoke_one), createpolicy with a cache-hinted load and applypriority (cuda::annotated_ptr,
+// access properties), griddepcontrol (cudaGridDependencySynchronize and
+// cudaTriggerProgrammaticLaunchCompletion). Only elect changes values; the rest must load and
+// leave the computation alone.
+TEST(WarpOpsTest, ElectPoliciesAndGridDependencies) {
+  auto r = RunSnippet(R"(
+  griddepcontrol.wait;
+  elect.sync %r1|%p1, 0xF0F0F0F0;
+  selp.u32 %r2, 1, 0, %p1;
+  elect.sync _|%p2, 0xFFFFFFFF;
+  selp.u32 %r3, 1, 0, %p2;
+  createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;
+  createpolicy.fractional.L2::evict_first.L2::evict_unchanged.b64 %rd6, 0.5;
+  ld.global.L2::cache_hint.u32 %r4, [%rd1], %rd5;
+  applypriority.global.L2::evict_normal [%rd1], 128;
+  griddepcontrol.launch_dependents;
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd3, %rd0, %rd2;
+  st.global.u32 [%rd3], %r1;
+  st.global.u32 [%rd3+4], %r2;
+  st.global.u32 [%rd3+8], %r3;
+  st.global.u32 [%rd3+12], %r4;
+  )",
+                      {0x1234u}, 4 * 32, 32);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString() << r.printed;
+  for (uint32_t lane = 0; lane < 32; ++lane) {
+    EXPECT_EQ(r.out[4 * lane], 4u) << lane;  // the lowest lane of 0xF0F0F0F0
+    EXPECT_EQ(r.out[4 * lane + 1], lane == 4 ? 1u : 0u) << lane;
+    EXPECT_EQ(r.out[4 * lane + 2], lane == 0 ? 1u : 0u) << lane;
+    EXPECT_EQ(r.out[4 * lane + 3], 0x1234u) << lane;
+  }
+}
+
 TEST(BarrierTest, NamedBarrierProducerConsumer) {
   // Warp 1 produces into shared memory and arrives; warp 0 waits on barrier 1 (64 threads).
   auto r = RunSnippet(R"(

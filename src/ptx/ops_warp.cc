@@ -174,6 +174,31 @@ bool ExecRedux(const Inst& in, Warp& w, uint32_t m) {
   ForLanes(m, [&](int i) { StoreReg<T>(r, in.a[0], i, acc); });
   return false;
 }
+// elect.sync d|p, membermask (sm_90): one leader among the active lanes of membermask, the
+// lowest; d receives its lane id in every lane, p is set in the leader only.
+bool ExecElect(const Inst& in, Warp& w, uint32_t m) {
+  uint8_t* r = w.regs;
+  const uint32_t members = LoadReg<uint32_t>(r, in.a[2], __builtin_ctz(m)) & m;
+  const uint32_t leader = members == 0 ? 0 : static_cast<uint32_t>(__builtin_ctz(members));
+  ForLanes(m, [&](int i) { StoreReg<uint32_t>(r, in.a[0], i, leader); });
+  if (in.a[1] != kNoReg) {
+    uint32_t& p = *RegPtr<uint32_t>(r, in.a[1]);
+    p = (p & ~m) | (members == 0 ? 0 : (1u << leader));
+  }
+  return false;
+}
+
+Status LowerElect(LowerCtx& c) {
+  if (!c.Has(".sync")) return c.Unsupported();
+  PVGPU_TRY(c.NeedOps(2));
+  Inst in;
+  in.fn = ExecElect;
+  PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(1, Ty::kB32));
+  PVGPU_TRY(c.DstMaybePair(in, Ty::kB32, Ty::kPred));
+  c.Emit(in);
+  return Status::Ok();
+}
+
 Status LowerRedux(LowerCtx& c) {
   Ty t = c.TypeMod();
   Inst in;
@@ -311,6 +336,7 @@ void RegisterWarp(OpTable& t) {
   t.Add("activemask", LowerActiveMask);
   t.Add("match", LowerMatch);
   t.Add("redux", LowerRedux);
+  t.Add("elect", LowerElect);
   t.Add("bar", LowerBar);
   t.Add("barrier", LowerBar);
 }
