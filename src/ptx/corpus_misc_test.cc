@@ -158,5 +158,24 @@ TEST_P(MiscCorpusTest, VirtualCallsAndDp4a) {
 
 PVGPU_CORPUS_INSTANTIATE(MiscCorpusTest);
 
+TEST_P(MiscCorpusTest, ClusterOfOneBlock) {
+  if (GetParam() < 90) GTEST_SKIP() << "clusters start at sm_90";
+  auto& r = Load("misc");
+  constexpr int kBlocks = 3;
+  std::vector<int> in(kBlocks * 64);
+  for (int i = 0; i < kBlocks * 64; ++i) in[i] = i * 7 - 100;
+  uint64_t din = r.mem().Upload(in), dout = r.mem().Alloc((kBlocks * 64 + kBlocks * 3) * 4);
+  ASSERT_TRUE(r.Launch("cluster_of_one", {kBlocks, 1, 1}, {64, 1, 1}, {din, dout}).ok());
+  auto out = r.mem().Download<int>(dout, kBlocks * 64 + kBlocks * 3);
+  for (int b = 0; b < kBlocks; ++b) {
+    int want = 0;
+    for (int i = 0; i < 64; ++i) want += in[b * 64 + i];
+    for (int t = 0; t < 64; ++t) ASSERT_EQ(out[b * 64 + t], want) << b << "," << t;
+    EXPECT_EQ(out[kBlocks * 64 + b * 3], 0);      // rank
+    EXPECT_EQ(out[kBlocks * 64 + b * 3 + 1], 1);  // blocks in the cluster
+    EXPECT_EQ(out[kBlocks * 64 + b * 3 + 2], 0);  // index in the cluster
+  }
+}
+
 }  // namespace
 }  // namespace pvgpu::ptx

@@ -142,6 +142,29 @@ LowerCtx::LowerCtx(const ast::Module& m, ProgramImpl& prog, KernelImage& img)
   img_.sp.total_smem = special("%total_smem_size", 'w');
   img_.sp.fp = AllocReg('d');
   img_.sp.cc = AllocReg('p');
+  // Thread block clusters (sm_90): every launch here is a grid of clusters of one block
+  // (clusters of more are refused at launch), so a cluster's registers are its block's or
+  // constants.
+  auto alias = [&](const std::string& name, const std::string& of) {
+    module_syms_[name] = module_syms_[of];
+  };
+  auto constant = [&](const std::string& name, char cls, uint64_t value) {
+    Sym s;
+    s.kind = Sym::Kind::kReg;
+    s.cls = cls;
+    s.ty = cls == 'p' ? Ty::kPred : Ty::kU32;
+    s.off = Const(cls, value);
+    module_syms_[name] = s;
+  };
+  for (int i = 0; i < 3; ++i) {
+    alias(std::string("%clusterid") + xyz[i], std::string("%ctaid") + xyz[i]);
+    alias(std::string("%nclusterid") + xyz[i], std::string("%nctaid") + xyz[i]);
+    constant(std::string("%cluster_ctaid") + xyz[i], 'w', 0);
+    constant(std::string("%cluster_nctaid") + xyz[i], 'w', 1);
+  }
+  constant("%cluster_ctarank", 'w', 0);
+  constant("%cluster_nctarank", 'w', 1);
+  constant("%is_explicit_cluster", 'p', 0);
 }
 
 uint32_t LowerCtx::AllocReg(char cls) {

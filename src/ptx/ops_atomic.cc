@@ -177,7 +177,7 @@ Status LowerAtomHalfOrVector(LowerCtx& c, bool is_red) {
       (vec == 8 && !scalar16))
     return c.Unsupported();
   MemSpace space = c.Has(".global")                            ? MemSpace::kGlobal
-                   : c.Has(".shared") || c.Has(".shared::cta") ? MemSpace::kShared
+                   : c.Has(".shared") || c.Has(".shared::cta") || c.Has(".shared::cluster") ? MemSpace::kShared
                                                                : MemSpace::kGeneric;
   if (vec > 1 && space == MemSpace::kShared) return c.Unsupported("vector atomics on shared");
   const size_t first = is_red ? 0 : 1;
@@ -291,7 +291,7 @@ Status LowerAtom128(LowerCtx& c, bool is_red) {
   const bool cas = c.Has(".cas");
   if (is_red || (!cas && !c.Has(".exch"))) return c.Unsupported();
   MemSpace space = c.Has(".global")                            ? MemSpace::kGlobal
-                   : c.Has(".shared") || c.Has(".shared::cta") ? MemSpace::kShared
+                   : c.Has(".shared") || c.Has(".shared::cta") || c.Has(".shared::cluster") ? MemSpace::kShared
                                                                : MemSpace::kGeneric;
   PVGPU_TRY(c.NeedOps(cas ? 4 : 3));
   EmitReleaseFence(c);
@@ -341,7 +341,7 @@ Status LowerAtomRed(LowerCtx& c, bool is_red) {
   Ty t = c.TypeMod();
   if (op < 0 || t == Ty::kNone || c.Has(".v2") || c.Has(".v4")) return c.Unsupported();
   MemSpace space = c.Has(".global")                            ? MemSpace::kGlobal
-                   : c.Has(".shared") || c.Has(".shared::cta") ? MemSpace::kShared
+                   : c.Has(".shared") || c.Has(".shared::cta") || c.Has(".shared::cluster") ? MemSpace::kShared
                                                                : MemSpace::kGeneric;
   size_t first = is_red ? 0 : 1;
   size_t nsrc = op == kCas ? 2 : 1;

@@ -297,7 +297,7 @@ Status LowerCall(LowerCtx& c) {
                f.name.starts_with("cudaGetParameterBuffer")) {
       // The device runtime's other calls (device-side events, the legacy CDP1 interface).
       return c.Err("the device runtime's " + f.name + " is not supported (dynamic parallelism "
-                   "supports launches, streams and the last error: docs/ptx.md)");
+                   "supports launches, streams and the last error: docs/dynamic-parallelism.md)");
     } else {
       return c.Err("call to unsupported external function " + f.name);
     }

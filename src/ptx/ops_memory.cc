@@ -288,7 +288,7 @@ Status LowerV8(LowerCtx& c, bool store, const Inst& half, MemSpace space,
 
 MemSpace SpaceFromMods(const LowerCtx& c) {
   if (c.Has(".global") || c.Has(".const")) return MemSpace::kGlobal;
-  if (c.Has(".shared") || c.Has(".shared::cta")) return MemSpace::kShared;
+  if (c.Has(".shared") || c.Has(".shared::cta") || c.Has(".shared::cluster")) return MemSpace::kShared;
   if (c.Has(".local")) return MemSpace::kLocal;
   if (c.Has(".param") || c.Has(".param::entry") || c.Has(".param::func")) return MemSpace::kKParam;
   return MemSpace::kGeneric;

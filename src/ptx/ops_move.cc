@@ -172,7 +172,7 @@ Status LowerCvta(LowerCtx& c) {
   PVGPU_TRY(c.NeedOps(2));
   bool to = c.Has(".to");
   uint64_t window = 0;
-  if (c.Has(".shared") || c.Has(".shared::cta"))
+  if (c.Has(".shared") || c.Has(".shared::cta") || c.Has(".shared::cluster"))
     window = kSharedWindow;
   else if (c.Has(".local"))
     window = kLocalWindow;

@@ -88,6 +88,28 @@ TEST(WarpOpsTest, ElectPoliciesAndGridDependencies) {
   }
 }
 
+// Cluster forms in a cluster of one block: the registers, getctarank and mapa to rank 0 work;
+// mapa to another rank faults, naming it.
+TEST(WarpOpsTest, ClusterOfOneBlockForms) {
+  auto r = RunSnippet(R"(
+  mov.u32 %r1, %cluster_ctarank;   st.global.u32 [%rd0], %r1;
+  mov.u32 %r1, %cluster_nctarank;  st.global.u32 [%rd0+4], %r1;
+  mov.u32 %r1, %clusterid.x;       st.global.u32 [%rd0+8], %r1;
+  mov.u32 %r1, %cluster_nctaid.x;  st.global.u32 [%rd0+12], %r1;
+  selp.u32 %r1, 1, 0, %is_explicit_cluster; st.global.u32 [%rd0+16], %r1;
+  getctarank.shared::cluster.u32 %r1, 16; st.global.u32 [%rd0+20], %r1;
+  mapa.shared::cluster.u32 %r2, 16, 0;   st.global.u32 [%rd0+24], %r2;
+  barrier.cluster.arrive.release.aligned;
+  barrier.cluster.wait.acquire.aligned;
+  )",
+                      {}, 7, 32);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out, (std::vector<uint32_t>{0, 1, 0, 1, 0, 0, 16}));
+  auto bad = RunSnippet("  mapa.u64 %rd2, %rd0, 1;\n  st.global.u64 [%rd0], %rd2;\n", {}, 2, 32);
+  EXPECT_EQ(bad.status.code(), Code::kIllegalAddress) << bad.status.ToString();
+  EXPECT_NE(bad.status.message().find("rank 1"), std::string::npos) << bad.status.ToString();
+}
+
 TEST(BarrierTest, NamedBarrierProducerConsumer) {
   // Warp 1 produces into shared memory and arrives; warp 0 waits on barrier 1 (64 threads).
   auto r = RunSnippet(R"(

@@ -224,11 +224,12 @@ Status LowerWarpSync(LowerCtx& c) {
 }
 
 // Block barriers. a[0]: barrier id register, a[1]: thread count register (or kNoReg);
-// flags bit0: arrive only; bit1: bar.red (a[2] predicate, aux 0 popc, 1 and, 2 or).
+// flags bit0: arrive only; bit1: bar.red (a[2] predicate, aux 0 popc, 1 and, 2 or); bit2: the
+// engine's own barrier (kClusterBarrier), which programs cannot name.
 bool ExecBar(const Inst& in, Warp& w, uint32_t m) {
   const int lane = __builtin_ctz(m);
   uint32_t id = LoadReg<uint32_t>(w.regs, in.a[0], lane);
-  if (id >= kNumBarriers) {
+  if (id >= kNumNamedBarriers && !((in.flags & 4) && id == kClusterBarrier)) {
     w.Fault(Code::kIllegalInstruction, in, lane,
             "barrier id " + std::to_string(id) + " out of range");
     return true;
@@ -276,7 +277,7 @@ bool ExecBar(const Inst& in, Warp& w, uint32_t m) {
 
 // Reads the bar.red result after the barrier: aux 0 popc (u32), 1 and, 2 or (predicates).
 bool ExecBarRedResult(const Inst& in, Warp& w, uint32_t m) {
-  uint32_t id = LoadReg<uint32_t>(w.regs, in.a[1], __builtin_ctz(m)) % kNumBarriers;
+  uint32_t id = LoadReg<uint32_t>(w.regs, in.a[1], __builtin_ctz(m)) % kNumNamedBarriers;
   const Barrier& bar = w.block->bars[id];
   if (in.aux == 0) {
     ForLanes(m, [&](int i) { StoreReg<uint32_t>(w.regs, in.a[0], i, bar.res_popc); });
@@ -288,8 +289,85 @@ bool ExecBarRedResult(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
+// barrier.cluster.arrive / .wait (sm_90) in a cluster of one block: the wait completes once
+// every thread of the block has arrived, so it is a block barrier on the engine's own slot,
+// and the arrive is implied by reaching the wait (a thread that arrives and exits counts as
+// arrived, as exited threads do at any barrier).
+Status LowerClusterBarrier(LowerCtx& c) {
+  if (c.Has(".arrive")) {
+    Inst in;
+    in.fn = [](const Inst&, Warp&, uint32_t) { return false; };
+    c.Emit(in);
+    return Status::Ok();
+  }
+  if (!c.Has(".wait")) return c.Unsupported();
+  Inst in;
+  in.fn = ExecBar;
+  in.flags = 4;
+  in.a[0] = c.Const('w', kClusterBarrier);
+  c.Emit(in);
+  return Status::Ok();
+}
+
+// mapa{.shared::cluster}.{u32,u64} d, a, rank: a's variable in the block of that rank, which
+// must be 0, the cluster's only block. aux: 1 for 64-bit operands.
+bool ExecMapa(const Inst& in, Warp& w, uint32_t m) {
+  uint8_t* r = w.regs;
+  bool faulted = false;
+  ForLanes(m, [&](int i) {
+    if (faulted) return;
+    const uint32_t rank = LoadReg<uint32_t>(r, in.a[2], i);
+    if (rank != 0) {
+      w.Fault(Code::kIllegalAddress, in, i,
+              "mapa to block rank " + std::to_string(rank) + " of a cluster of one block");
+      faulted = true;
+      return;
+    }
+    if (in.aux) {
+      StoreReg<uint64_t>(r, in.a[0], i, LoadReg<uint64_t>(r, in.a[1], i));
+    } else {
+      StoreReg<uint32_t>(r, in.a[0], i, LoadReg<uint32_t>(r, in.a[1], i));
+    }
+  });
+  return faulted;
+}
+
+Status LowerMapa(LowerCtx& c) {
+  PVGPU_TRY(c.NeedOps(3));
+  const Ty t = c.TypeMod();
+  if (t != Ty::kU32 && t != Ty::kU64) return c.Unsupported("mapa type");
+  Inst in;
+  in.fn = ExecMapa;
+  in.aux = t == Ty::kU64 ? 1 : 0;
+  PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, t));
+  PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(2, Ty::kU32));
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, t));
+  c.Emit(in);
+  return Status::Ok();
+}
+
+// getctarank{.shared::cluster}.{u32,u64} d, a: the rank of the block whose shared memory holds
+// a: 0, the only one.
+bool ExecZero32(const Inst& in, Warp& w, uint32_t m) {
+  ForLanes(m, [&](int i) { StoreReg<uint32_t>(w.regs, in.a[0], i, 0); });
+  return false;
+}
+
+Status LowerGetCtaRank(LowerCtx& c) {
+  PVGPU_TRY(c.NeedOps(2));
+  const Ty t = c.TypeMod();
+  if (t != Ty::kU32 && t != Ty::kU64) return c.Unsupported("getctarank type");
+  Inst in;
+  in.fn = ExecZero32;
+  PVGPU_TRY(c.Src(1, t).status());
+  PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, Ty::kU32));
+  c.Emit(in);
+  return Status::Ok();
+}
+
 Status LowerBar(LowerCtx& c) {
   const std::string& op = c.inst().opcode;
+  if (op == "barrier" && c.Has(".cluster")) return LowerClusterBarrier(c);
   bool arrive = c.Has(".arrive");
   bool red = c.Has(".red");
   if (!arrive && !red && !c.Has(".sync") && !(op == "bar" && c.inst().mods.empty()) &&
@@ -337,6 +415,8 @@ void RegisterWarp(OpTable& t) {
   t.Add("match", LowerMatch);
   t.Add("redux", LowerRedux);
   t.Add("elect", LowerElect);
+  t.Add("mapa", LowerMapa);
+  t.Add("getctarank", LowerGetCtaRank);
   t.Add("bar", LowerBar);
   t.Add("barrier", LowerBar);
 }

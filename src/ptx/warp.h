@@ -64,7 +64,11 @@ struct TranslateCache {
   uint8_t* host = nullptr;  // host address of lo
 };
 
-inline constexpr int kNumBarriers = 16;
+// The 16 named barriers programs use (bar, barrier), and one more the engine keeps for
+// barrier.cluster, whose cluster is the block.
+inline constexpr int kNumNamedBarriers = 16;
+inline constexpr int kClusterBarrier = kNumNamedBarriers;
+inline constexpr int kNumBarriers = kNumNamedBarriers + 1;
 
 struct Block;
 

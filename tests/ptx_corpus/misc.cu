@@ -95,3 +95,27 @@ extern "C" __global__ void virtual_calls(const int* in, int* out) {
   out[2 * t] = s->area(in[t]);
   out[2 * t + 1] = __dp4a(in[t], 0x01FF02FE, 7);
 }
+
+// Thread block clusters through cooperative groups (sm_90): launched without a cluster
+// attribute, every block is a cluster of one, so the cluster is the block: sync() is a block
+// barrier, the rank is 0 and the rank-0 shared memory is the block's own.
+#if __CUDA_ARCH__ >= 900
+#include <cooperative_groups.h>
+extern "C" __global__ void cluster_of_one(const int* in, int* out) {
+  namespace cg = cooperative_groups;
+  __shared__ int part[64];
+  cg::cluster_group cluster = cg::this_cluster();
+  part[threadIdx.x] = in[blockIdx.x * 64 + threadIdx.x];
+  cluster.sync();
+  const int* mine = cluster.map_shared_rank(part, 0);
+  int sum = 0;
+  for (int i = 0; i < 64; ++i) sum += mine[(i + threadIdx.x) % 64];
+  cluster.sync();
+  out[blockIdx.x * 64 + threadIdx.x] = sum;
+  if (threadIdx.x == 0) {
+    out[gridDim.x * 64 + blockIdx.x * 3] = static_cast<int>(cluster.block_rank());
+    out[gridDim.x * 64 + blockIdx.x * 3 + 1] = static_cast<int>(cluster.num_blocks());
+    out[gridDim.x * 64 + blockIdx.x * 3 + 2] = static_cast<int>(cluster.block_index().x);
+  }
+}
+#endif

@@ -43,25 +43,29 @@ class CpuModule final : public Module {
 };
 
 // The PTX of an image: the text itself, a fatbin's PTX, or the PTX of a link's inputs, linked
-// by the engine. The cpu adapter has no GPU architecture: any PTX in a fatbin runs, the newest
-// preferred. A cubin (or a fatbin of SASS only) is machine code for one NVIDIA GPU.
+// by the engine. The cpu adapter has no GPU architecture: PTX of every target the CUDA 13
+// toolkit emits runs (the newest preferred), because packages ship PTX for the newest GPUs only
+// (CuPy's wheels carry sm_120 PTX and machine code for the rest) and the baseline instruction
+// set of those targets is what the engine implements; an instruction it lacks is refused at
+// load, by name. A target newer than the toolkit's is refused, naming it. A cubin (or a fatbin
+// of SASS only) is machine code for one NVIDIA GPU.
 StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(const ModuleImage& image,
                                                              std::string* error_log,
                                                              std::string* info_log) {
-  constexpr int kAnyArchitecture = std::numeric_limits<int>::max();
+  constexpr int kNewestTarget = 121;  // sm_121, the newest target of nvcc 13
   switch (image.kind) {
     case ImageKind::kLinked: {
-      PVGPU_ASSIGN_OR_RETURN(PtxLinkSources ptx, PtxOfLinkInputs(image.inputs, kAnyArchitecture));
-      return ptx::LoadLinkedProgram(ptx.sources, error_log, info_log);
+      PVGPU_ASSIGN_OR_RETURN(PtxLinkSources ptx, PtxOfLinkInputs(image.inputs, kNewestTarget));
+      return ptx::LoadLinkedProgram(ptx.sources, error_log, info_log, kNewestTarget);
     }
     case ImageKind::kFatbin: {
-      PVGPU_ASSIGN_OR_RETURN(std::string text, fatbin::ExtractPtx(image.bytes, kAnyArchitecture));
-      return ptx::LoadProgram(text, error_log, info_log);
+      PVGPU_ASSIGN_OR_RETURN(std::string text, fatbin::ExtractPtx(image.bytes, kNewestTarget));
+      return ptx::LoadProgram(text, error_log, info_log, kNewestTarget);
     }
     case ImageKind::kPtx:
       return ptx::LoadProgram(
           {reinterpret_cast<const char*>(image.bytes.data()), image.bytes.size()}, error_log,
-          info_log);
+          info_log, kNewestTarget);
     case ImageKind::kCubin:
       break;
   }

@@ -1,6 +1,7 @@
-// Device properties of the cpu adapter. It presents itself as a compute capability 7.5 device
-// (the oldest target nvcc 13 supports, so every PTX it emits is accepted) with one
-// "multiprocessor" per worker thread.
+// Device properties of the cpu adapter. It presents itself as a compute capability 8.0 device,
+// the newest target whose PTX the engine runs completely (tensor cores, asynchronous copies,
+// mbarriers: docs/tensor-cores.md, docs/ptx-async.md), with one "multiprocessor" per worker
+// thread. Modules for older targets and for sm_90 load too (ptx::kDefaultMaxTargetSm).
 #include <cuda.h>
 #include <unistd.h>
 
@@ -102,8 +103,8 @@ void FillCpuAdapterInfo(const CpuAdapterOptions& options, unsigned threads, Adap
   set(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 1);
   set(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1);
   set(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048);
-  set(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 7);
-  set(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 5);
+  set(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 8);
+  set(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0);
   set(CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED, 1);
   set(CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED, 1);
   set(CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED, 1);
