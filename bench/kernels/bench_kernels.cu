@@ -2,6 +2,9 @@
 // The same PTX runs through the guest library (over the channel) and on an adapter called
 // in-process, so any difference between the two is the cost of the channel alone.
 
+#include <cuda_pipeline.h>
+#include <mma.h>
+
 // Measures launch overhead only: one warp that does nothing.
 extern "C" __global__ void bench_empty() {}
 
@@ -73,6 +76,58 @@ extern "C" __global__ void bench_sgemm_nt(const float* a, const float* b, float*
     __syncthreads();
   }
   if (row < n && col < n) c[row * n + col] = sum;
+}
+
+// The same product on tensor cores: C = A * B^T with WMMA, tf32 inputs (each element rounded by
+// __float_to_tf32) and f32 accumulation; one warp per 16x16 tile of C, n a multiple of 16,
+// grid (n / 16, n / 16), block 32 threads.
+extern "C" __global__ void bench_wmma_tf32_nt(const float* a, const float* b, float* c, int n) {
+  using namespace nvcuda;
+  const int tile_m = blockIdx.y * 16, tile_n = blockIdx.x * 16;
+  wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+  wmma::fill_fragment(acc, 0.f);
+  for (int k = 0; k < n; k += 8) {
+    wmma::load_matrix_sync(fa, a + tile_m * n + k, n);
+    wmma::load_matrix_sync(fb, b + tile_n * n + k, n);  // B^T's column j is b's row j
+    for (int i = 0; i < fa.num_elements; ++i) fa.x[i] = wmma::__float_to_tf32(fa.x[i]);
+    for (int i = 0; i < fb.num_elements; ++i) fb.x[i] = wmma::__float_to_tf32(fb.x[i]);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+  wmma::store_matrix_sync(c + tile_m * n + tile_n, acc, n, wmma::mem_row_major);
+}
+
+// bench_sgemm_nt with its tiles staged by asynchronous copies, double buffered: the copies of
+// the next tile (cp.async, one per thread and matrix) are in flight while the current one is
+// multiplied. n a multiple of SGEMM_TILE.
+extern "C" __global__ void bench_sgemm_nt_async(const float* a, const float* b, float* c, int n) {
+  __shared__ float a_tile[2][SGEMM_TILE][SGEMM_TILE];
+  __shared__ float b_tile[2][SGEMM_TILE][SGEMM_TILE + 1];
+  const int row = blockIdx.y * SGEMM_TILE + threadIdx.y;
+  const int col = blockIdx.x * SGEMM_TILE + threadIdx.x;
+  const int b_row = blockIdx.x * SGEMM_TILE + threadIdx.y;
+  const int tiles = n / SGEMM_TILE;
+  float sum = 0.f;
+  __pipeline_memcpy_async(&a_tile[0][threadIdx.y][threadIdx.x], &a[row * n + threadIdx.x], 4);
+  __pipeline_memcpy_async(&b_tile[0][threadIdx.y][threadIdx.x], &b[b_row * n + threadIdx.x], 4);
+  __pipeline_commit();
+  for (int t = 0; t < tiles; ++t) {
+    const int cur = t & 1;
+    if (t + 1 < tiles) {
+      const int k = (t + 1) * SGEMM_TILE + threadIdx.x;
+      __pipeline_memcpy_async(&a_tile[cur ^ 1][threadIdx.y][threadIdx.x], &a[row * n + k], 4);
+      __pipeline_memcpy_async(&b_tile[cur ^ 1][threadIdx.y][threadIdx.x], &b[b_row * n + k], 4);
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(1);  // the current tile's copies are done
+    __syncthreads();
+    for (int kk = 0; kk < SGEMM_TILE; ++kk) {
+      sum += a_tile[cur][threadIdx.y][kk] * b_tile[cur][threadIdx.x][kk];
+    }
+    __syncthreads();
+  }
+  c[row * n + col] = sum;
 }
 
 #define SUM_BLOCK 256

@@ -1,7 +1,9 @@
 // `pvgpu bench matmul`: the WSL article's TensorFlow script without TensorFlow. An N x N
 // matrix A, uniform random in [0, 1), the sum of A * A^T, printed with the shape, the device
 // and the time taken, for the GPU (a tiled sgemm kernel and a reduction, through pvgpu and on
-// the in-process adapter) and the CPU (plain C++). The results are compared.
+// the in-process adapter) and the CPU (plain C++). The results are compared. Two more GPU rows
+// show what emulating newer hardware paths costs: the product on tensor cores (WMMA, tf32
+// inputs) and the tiled kernel with its tiles staged by cp.async, double buffered.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,9 +34,24 @@ struct Result {
   double seconds = 0;
 };
 
+// A way to compute the product on the device.
+struct Product {
+  const char* kernel;
+  const char* name;  // for the rows: "tiled", ...
+  unsigned tile;     // C's tile per block (the grid is n / tile squared, rounded up)
+  unsigned threads_x, threads_y;
+  int multiple;  // n must be a multiple of it (0: any n)
+};
+constexpr Product kProducts[] = {
+    {kSgemmKernel, "tiled", kSgemmTile, kSgemmTile, kSgemmTile, 0},
+    {kWmmaTf32Kernel, "wmma tf32", 16, 32, 1, 16},
+    {kSgemmAsyncKernel, "tiled cp.async", kSgemmTile, kSgemmTile, kSgemmTile, kSgemmTile},
+};
+
 // The script's session.run: matrix product and reduction, including moving A in and the
 // partial sums out (what a session on a GPU would time as well).
-StatusOr<Result> RunOnDevice(Device& device, const std::vector<float>& a, int n) {
+StatusOr<Result> RunOnDevice(Device& device, const std::vector<float>& a, int n,
+                             const Product& product) {
   const size_t bytes = a.size() * sizeof(float);
   const Clock::time_point start = Clock::now();
   uint64_t da, dc, dpartial;
@@ -42,8 +59,8 @@ StatusOr<Result> RunOnDevice(Device& device, const std::vector<float>& a, int n)
   PVGPU_ASSIGN_OR_RETURN(dc, device.Allocate(bytes));
   PVGPU_ASSIGN_OR_RETURN(dpartial, device.Allocate(kSumBlocks * sizeof(float)));
   PVGPU_TRY(device.Upload(da, a.data(), bytes));
-  const unsigned tiles = (static_cast<unsigned>(n) + kSgemmTile - 1) / kSgemmTile;
-  PVGPU_TRY(device.Launch(kSgemmKernel, {tiles, tiles}, {kSgemmTile, kSgemmTile},
+  const unsigned tiles = (static_cast<unsigned>(n) + product.tile - 1) / product.tile;
+  PVGPU_TRY(device.Launch(product.kernel, {tiles, tiles}, {product.threads_x, product.threads_y},
                           {Arg(da), Arg(da), Arg(dc), Arg(n)}));
   const int elements = n * n;
   PVGPU_TRY(device.Launch(kSumKernel, {kSumBlocks}, {kSumBlock},
@@ -62,10 +79,20 @@ StatusOr<Result> RunOnDevice(Device& device, const std::vector<float>& a, int n)
 
 // One tiny untimed product first, so that neither device's timed run pays for starting its
 // worker threads or its first kernel (a TensorFlow session is warm by session.run, too).
-StatusOr<Result> RunWarm(Device& device, const std::vector<float>& a, int n) {
+StatusOr<Result> RunWarm(Device& device, const std::vector<float>& a, int n,
+                         const Product& product) {
   const std::vector<float> small(16 * 16, 0.5f);
-  PVGPU_TRY(RunOnDevice(device, small, 16).status());
-  return RunOnDevice(device, a, n);
+  PVGPU_TRY(RunOnDevice(device, small, 16, product).status());
+  return RunOnDevice(device, a, n, product);
+}
+
+// The products that fit n.
+std::vector<const Product*> ProductsFor(int n) {
+  std::vector<const Product*> products;
+  for (const Product& p : kProducts) {
+    if (p.multiple == 0 || n % p.multiple == 0) products.push_back(&p);
+  }
+  return products;
 }
 
 // "0:00:01.234567", as Python prints a timedelta.
@@ -95,17 +122,21 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
     {
       // The context goes before the host does, or its destruction would find no host.
       PVGPU_ASSIGN_OR_RETURN(auto device, GuestDevice::Open(host->guest_library()));
-      PVGPU_ASSIGN_OR_RETURN(Result result, RunWarm(*device, a, n));
-      result.where = "pvgpu channel";
-      results.push_back(result);
+      for (const Product* product : ProductsFor(n)) {
+        PVGPU_ASSIGN_OR_RETURN(Result result, RunWarm(*device, a, n, *product));
+        result.where = std::string("pvgpu channel, ") + product->name;
+        results.push_back(result);
+      }
     }
     address = host->is_private() ? "private pvgpud" : host->address();
     host->Stop();
     progress.Step("gpu in-process");
     PVGPU_ASSIGN_OR_RETURN(auto inprocess, InprocessDevice::Open());
-    PVGPU_ASSIGN_OR_RETURN(Result result, RunWarm(*inprocess, a, n));
-    result.where = "cpu adapter in-process";
-    results.push_back(result);
+    for (const Product* product : ProductsFor(n)) {
+      PVGPU_ASSIGN_OR_RETURN(Result result, RunWarm(*inprocess, a, n, *product));
+      result.where = std::string("cpu adapter in-process, ") + product->name;
+      results.push_back(result);
+    }
   }
   if (options.device != "gpu") {
     progress.Step("cpu");
