@@ -246,10 +246,18 @@ Status LowerAtomHalfOrVector(LowerCtx& c, bool is_red) {
 #if defined(__x86_64__)
 using U128 = unsigned __int128;
 
-// One 16-byte compare-and-swap (cmpxchg16b, present on every x86-64 CPU this runs on; the
-// target attribute lets the builtin inline it instead of needing libatomic).
-__attribute__((target("cx16"))) U128 Cas128(U128* p, U128 expected, U128 desired) {
-  return __sync_val_compare_and_swap(p, expected, desired);
+// One 16-byte compare-and-swap: cmpxchg16b (present on every x86-64 CPU this runs on), written
+// out because compilers otherwise call libatomic for it (clang does even with -mcx16). RDX:RAX
+// ends as the old value whether or not the swap happened. p is 16-byte aligned (checked).
+U128 Cas128(U128* p, U128 expected, U128 desired) {
+  uint64_t lo = static_cast<uint64_t>(expected), hi = static_cast<uint64_t>(expected >> 64);
+  const uint64_t desired_lo = static_cast<uint64_t>(desired);
+  const uint64_t desired_hi = static_cast<uint64_t>(desired >> 64);
+  asm volatile("lock cmpxchg16b %2"
+               : "+a"(lo), "+d"(hi), "+m"(*p)
+               : "b"(desired_lo), "c"(desired_hi)
+               : "memory", "cc");
+  return (U128{hi} << 64) | lo;
 }
 
 U128 Load128(uint8_t* r, uint32_t off, int lane) {
