@@ -154,6 +154,28 @@ bool ExecSucceed(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
+// cudaGraphSetConditional(handle, value): a conditional graph node's handle is the address of
+// its 4-byte value in device memory (the guest's api_graph_conditional.cc), so setting it is a
+// checked store there; an address that is not device memory of the context faults.
+bool ExecSetConditional(const Inst& in, Warp& w, uint32_t m) {
+  bool faulted = false;
+  ForLanes(m, [&](int lane) {
+    if (faulted) return;
+    const uint64_t handle = ReadArg<uint64_t>(w, lane, in.a[0]);
+    const uint32_t value = ReadArg<uint32_t>(w, lane, in.a[1]);
+    uint8_t* p = handle % 4 == 0 ? Resolve<MemSpace::kGlobal>(w, lane, handle, 4, true) : nullptr;
+    if (p == nullptr) {
+      w.Fault(Code::kIllegalAddress, in, lane,
+              "cudaGraphSetConditional: handle " + std::to_string(handle) +
+                  " is not a conditional node's value");
+      faulted = true;
+      return;
+    }
+    std::memcpy(p, &value, 4);
+  });
+  return faulted;
+}
+
 }  // namespace
 
 int DeviceLaunchDepth() { return g_depth; }
@@ -164,6 +186,7 @@ ExecFn DeviceRuntimeBuiltin(std::string_view name) {
   }
   if (name == "__cudaCDP2LaunchDeviceV2" || name == "cudaLaunchDeviceV2") return ExecLaunchDevice;
   if (name == "__cudaCDP2StreamCreateWithFlags") return ExecStreamCreate;
+  if (name == "cudaGraphSetConditional") return ExecSetConditional;
   if (name == "__cudaCDP2StreamDestroy" || name == "__cudaCDP2GetLastError" ||
       name == "__cudaCDP2PeekAtLastError") {
     return ExecSucceed;

@@ -110,6 +110,37 @@ TEST(WarpOpsTest, ClusterOfOneBlockForms) {
   EXPECT_NE(bad.status.message().find("rank 1"), std::string::npos) << bad.status.ToString();
 }
 
+// cudaGraphSetConditional (conditional graph nodes): a store of the value at the handle, which
+// is the address of the node's value; anything else faults.
+TEST(WarpOpsTest, GraphSetConditionalStoresAtTheHandle) {
+  const std::string prelude =
+      ".extern .func cudaGraphSetConditional(.param .b64 h, .param .b32 v);\n";
+  const std::string body = R"(
+  {
+  .param .b64 h;
+  .param .b32 v;
+  st.param.b64 [h], %rd0;
+  st.param.b32 [v], 7;
+  call.uni cudaGraphSetConditional, (h, v);
+  }
+  )";
+  auto r = RunSnippet(body, {}, 1, 1, prelude);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out[0], 7u);
+  const std::string stray = R"(
+  {
+  .param .b64 h;
+  .param .b32 v;
+  add.u64 %rd2, %rd0, 4096;
+  st.param.b64 [h], %rd2;
+  st.param.b32 [v], 1;
+  call.uni cudaGraphSetConditional, (h, v);
+  }
+  )";
+  auto bad = RunSnippet(stray, {}, 1, 1, prelude);
+  EXPECT_EQ(bad.status.code(), Code::kIllegalAddress) << bad.status.ToString();
+}
+
 TEST(BarrierTest, NamedBarrierProducerConsumer) {
   // Warp 1 produces into shared memory and arrives; warp 0 waits on barrier 1 (64 threads).
   auto r = RunSnippet(R"(

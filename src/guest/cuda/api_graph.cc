@@ -146,6 +146,10 @@ void ForgetNodes(const CUgraph_st& graph) {
       registry().graphs.erase(node->child.get());
       ForgetNodes(*node->child);
     }
+    for (const auto& body : node->bodies) {
+      registry().graphs.erase(body.get());
+      ForgetNodes(*body);
+    }
   }
 }
 
@@ -155,6 +159,10 @@ void RegisterNodes(const CUgraph_st& graph) {
     if (node->child != nullptr) {
       registry().graphs.insert(node->child.get());
       RegisterNodes(*node->child);
+    }
+    for (const auto& body : node->bodies) {
+      registry().graphs.insert(body.get());
+      RegisterNodes(*body);
     }
   }
 }
@@ -206,6 +214,8 @@ const char* TypeName(CUgraphNodeType type) {
       return "mem_alloc";
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return "mem_free";
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      return "conditional";
     default:
       return "other";
   }
@@ -290,6 +300,16 @@ Code FindTypedNode(CUgraphNode handle, CUgraphNodeType type, CUgraphNode_st** no
   return TypedNode(handle, type, node);
 }
 
+CUgraph_st* AddBody(CUgraphNode_st& node) {
+  auto body = std::make_unique<CUgraph_st>();
+  body->parent = &node;
+  registry().graphs.insert(body.get());
+  node.body_handles.push_back(body.get());
+  node.bodies.push_back(std::move(body));
+  node.conditional.phGraph_out = node.body_handles.data();
+  return node.bodies.back().get();
+}
+
 std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
   auto clone = std::make_unique<CUgraph_st>();
   std::map<const CUgraphNode_st*, CUgraphNode_st*> copies;
@@ -313,6 +333,13 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
     node->host = original->host;
     node->event = original->event;
     node->enabled = original->enabled;
+    node->conditional = original->conditional;
+    for (const auto& body : original->bodies) {
+      node->bodies.push_back(CloneGraph(*body));
+      node->bodies.back()->parent = node.get();
+      node->body_handles.push_back(node->bodies.back().get());
+    }
+    node->conditional.phGraph_out = node->body_handles.empty() ? nullptr : node->body_handles.data();
     node->allocation = original->allocation;  // the clone holds the same memory
     node->freed = original->freed;
     if (original->child != nullptr) {
@@ -333,6 +360,7 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
     object->refs += count;
     clone->user_objects[object] += count;
   }
+  clone->conditionals = graph.conditionals;
   return clone;
 }
 
@@ -851,6 +879,9 @@ Code GraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return GraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies,
                                  p.free.dptr);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      return AddConditionalNode(phGraphNode, hGraph, dependencies, numDependencies,
+                                &p.conditional);
     default:
       PVGPU_WARN("cuGraphAddNode: node type " << static_cast<int>(p.type) << " is not supported");
       return Code::kNotSupported;

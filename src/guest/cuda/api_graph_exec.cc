@@ -147,6 +147,8 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
       case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         if (node->event == nullptr) return Code::kInvalidHandle;
         break;
+      case CU_GRAPH_NODE_TYPE_CONDITIONAL:  // evaluated by the guest at launch (RunConditional)
+        break;
       case CU_GRAPH_NODE_TYPE_EMPTY:
       case CU_GRAPH_NODE_TYPE_MEM_ALLOC:  // the memory is the graph's already: ordering only
       case CU_GRAPH_NODE_TYPE_MEM_FREE:
@@ -262,15 +264,28 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
     ++count;
   }
   flush();
+  // Each conditional node's bodies, instantiated now as graphs of their own.
+  std::map<const CUgraphNode_st*, std::vector<std::unique_ptr<CUgraphExec_st>>> bodies;
+  for (const Lowered& l : lowered) {
+    if (failed != Code::kOk || l.node->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) continue;
+    for (const auto& body : l.node->bodies) {
+      auto made_body = std::make_unique<CUgraphExec_st>();
+      made_body->graph = CloneGraph(*body);
+      failed = Build(made_body.get(), error_node);
+      if (failed != Code::kOk) break;
+      bodies[l.node].push_back(std::move(made_body));
+    }
+  }
   CUgraphExec_st made;
   made.steps = std::move(steps);
   made.ctx = ctx;
   made.ctx_handle = ctx_handle;
   if (failed != Code::kOk) {
     DestroyPieces(&made);  // the pieces made before the refusal; the old ones stay
-    return failed;
+    return failed;         // (and `bodies` destroys what its execs made)
   }
   DestroyPieces(exec);  // the previous pieces (an update), after the new ones exist
+  exec->bodies = std::move(bodies);
   exec->steps = std::move(made.steps);
   exec->ctx = ctx;
   exec->ctx_handle = ctx_handle;
@@ -387,8 +402,118 @@ void KeepOrigins(const CUgraph_st& from, CUgraph_st& to) {
   }
 }
 
-}  // namespace
+// What a launch of an executable graph runs, copied under GraphMutex (PlanLaunch) so that it
+// runs without the lock (RunPlan).
+struct LaunchPlan {
+  std::vector<GraphStep> steps;
+  CUctx_st* ctx = nullptr;
+  uint64_t ctx_handle = 0;
+  std::map<const CUgraphNode_st*, std::vector<CUgraphExec_st*>> bodies;
+  std::vector<std::shared_ptr<ConditionalCell>> reset;  // values to set to their default first
+};
 
+Code PlanLaunch(const CUgraphExec_st& exec, LaunchPlan* plan) {
+  // Everything the pieces name must still be there for the host to find.
+  if (exec.ctx != nullptr) {
+    if (!LiveContext(exec.ctx)) return Code::kContextIsDestroyed;
+    if (exec.ctx->handle.load() != exec.ctx_handle) return Code::kInvalidContext;
+  }
+  for (const auto& f : exec.functions) {
+    if (!objects().modules.Contains(f->module)) return Code::kInvalidHandle;
+  }
+  for (const auto& e : exec.events) {
+    if (!objects().events.Contains(e.get())) return Code::kInvalidHandle;
+  }
+  plan->steps = exec.steps;
+  plan->ctx = exec.ctx;
+  plan->ctx_handle = exec.ctx_handle;
+  for (const auto& [node, execs] : exec.bodies) {
+    for (const auto& body : execs) plan->bodies[node].push_back(body.get());
+  }
+  for (const auto& cell : exec.graph->conditionals) {
+    if (cell->assign_default) plan->reset.push_back(cell);
+  }
+  return Code::kOk;
+}
+
+Code RunPlan(const LaunchPlan& plan, const StreamRef& hStream);
+
+// A conditional node at launch: its value is read back once the work before it on the stream
+// is done (a round trip per evaluation; a while loop pays one per iteration), then the body it
+// selects runs on the stream like a graph launch of its own.
+Code RunConditional(const CUgraphNode_st& node, const LaunchPlan& plan, const StreamRef& stream) {
+  auto found = plan.bodies.find(&node);
+  if (found == plan.bodies.end()) return Code::kInvalidValue;
+  const std::vector<CUgraphExec_st*>& bodies = found->second;
+  auto read = [&](unsigned int* value) -> Code {
+    if (Code code = api::MemcpyDtoHAsync_v2(value, node.conditional.handle, 4, stream);
+        code != Code::kOk) {
+      return code;
+    }
+    return api::StreamSynchronize(stream);
+  };
+  auto run = [&](CUgraphExec_st* body) -> Code {
+    LaunchPlan inner;
+    {
+      MutexLock lock(&GraphMutex());
+      if (Code code = PlanLaunch(*body, &inner); code != Code::kOk) return code;
+    }
+    return RunPlan(inner, stream);
+  };
+  unsigned int value = 0;
+  if (Code code = read(&value); code != Code::kOk) return code;
+  switch (node.conditional.type) {
+    case CU_GRAPH_COND_TYPE_IF:
+      if (value != 0) return run(bodies[0]);
+      return bodies.size() > 1 ? run(bodies[1]) : Code::kOk;
+    case CU_GRAPH_COND_TYPE_WHILE:
+      while (value != 0) {
+        if (Code code = run(bodies[0]); code != Code::kOk) return code;
+        if (Code code = read(&value); code != Code::kOk) return code;
+      }
+      return Code::kOk;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+      return value < bodies.size() ? run(bodies[value]) : Code::kOk;
+    default:
+      return Code::kInvalidValue;
+  }
+}
+
+Code RunPlan(const LaunchPlan& plan, const StreamRef& hStream) {
+  const StreamRef target = plan.ctx != nullptr ? StreamFor(plan.ctx, hStream) : hStream;
+  for (const GraphStep& step : plan.steps) {
+    if (!step.on_host) {
+      Code code = step.node->type == CU_GRAPH_NODE_TYPE_CONDITIONAL
+                      ? RunConditional(*step.node, plan, hStream)
+                      : RunInGuest(*step.node, hStream);
+      if (code != Code::kOk) return code;
+      continue;
+    }
+    if (Code code = OrderAfterHostFuncs(target); code != Code::kOk) return code;
+    uint64_t seq = 0;
+    for (uint64_t piece : step.pieces) {
+      protocol::GraphExecLaunchRequest request;
+      request.ctx = plan.ctx_handle;
+      request.stream = target.wire();
+      request.exec = piece;
+      if (Code code = plan.ctx->client->Post(request, {}, &seq); code != Code::kOk) return code;
+    }
+    NoteSubmitted(target, seq);
+    for (const auto& event : step.records) event->record_seq = seq;
+  }
+  return Code::kOk;
+}
+
+}  // namespace
+}  // namespace pvgpu::guest
+
+CUgraphExec_st::~CUgraphExec_st() {
+  for (auto& [node, execs] : bodies) {
+    for (auto& body : execs) pvgpu::guest::DestroyPieces(body.get());
+  }
+}
+
+namespace pvgpu::guest {
 namespace api {
 
 Code GraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
@@ -447,27 +572,12 @@ Code GraphUpload(CUgraphExec hGraphExec, const StreamRef& hStream) {
 }
 
 Code GraphLaunch(CUgraphExec hGraphExec, const StreamRef& hStream) {
-  std::vector<GraphStep> steps;
-  CUctx_st* ctx = nullptr;
-  uint64_t ctx_handle = 0;
+  LaunchPlan plan;
   {
     MutexLock lock(&GraphMutex());
     CUgraphExec_st* exec = FindExec(hGraphExec);
     if (exec == nullptr) return Code::kInvalidValue;
-    // Everything the pieces name must still be there for the host to find.
-    if (exec->ctx != nullptr) {
-      if (!LiveContext(exec->ctx)) return Code::kContextIsDestroyed;
-      if (exec->ctx->handle.load() != exec->ctx_handle) return Code::kInvalidContext;
-    }
-    for (const auto& f : exec->functions) {
-      if (!objects().modules.Contains(f->module)) return Code::kInvalidHandle;
-    }
-    for (const auto& e : exec->events) {
-      if (!objects().events.Contains(e.get())) return Code::kInvalidHandle;
-    }
-    steps = exec->steps;
-    ctx = exec->ctx;
-    ctx_handle = exec->ctx_handle;
+    if (Code code = PlanLaunch(*exec, &plan); code != Code::kOk) return code;
   }
   if (CaptureActive()) {  // a launch into a capture is a child graph node
     auto node = std::make_unique<CUgraphNode_st>();
@@ -480,25 +590,14 @@ Code GraphLaunch(CUgraphExec hGraphExec, const StreamRef& hStream) {
     }
     if (auto captured = CaptureNode(hStream, std::move(node))) return *captured;
   }
-  const StreamRef target = ctx != nullptr ? StreamFor(ctx, hStream) : hStream;
-  for (const GraphStep& step : steps) {
-    if (!step.on_host) {
-      if (Code code = RunInGuest(*step.node, hStream); code != Code::kOk) return code;
-      continue;
+  // CU_GRAPH_COND_ASSIGN_DEFAULT: each such value starts every launch at its default.
+  for (const auto& cell : plan.reset) {
+    if (Code code = MemcpyHtoDAsync_v2(cell->dptr, &cell->default_value, 4, hStream);
+        code != Code::kOk) {
+      return code;
     }
-    if (Code code = OrderAfterHostFuncs(target); code != Code::kOk) return code;
-    uint64_t seq = 0;
-    for (uint64_t piece : step.pieces) {
-      protocol::GraphExecLaunchRequest request;
-      request.ctx = ctx_handle;
-      request.stream = target.wire();
-      request.exec = piece;
-      if (Code code = ctx->client->Post(request, {}, &seq); code != Code::kOk) return code;
-    }
-    NoteSubmitted(target, seq);
-    for (const auto& event : step.records) event->record_seq = seq;
   }
-  return Code::kOk;
+  return RunPlan(plan, hStream);
 }
 
 Code GraphExecDestroy(CUgraphExec hGraphExec) {

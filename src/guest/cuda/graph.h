@@ -61,6 +61,21 @@ struct GraphAllocation {
   std::vector<CUmemAccessDesc> access;
 };
 
+// The value of a conditional node (api_graph_conditional.cc): 4 bytes of device memory of its
+// context, whose address is the CUgraphConditionalHandle, which kernels set through
+// cudaGraphSetConditional. It lives as long as a graph (or a copy) that made it.
+struct ConditionalCell {
+  ConditionalCell() = default;
+  ~ConditionalCell();
+  ConditionalCell(const ConditionalCell&) = delete;
+  ConditionalCell& operator=(const ConditionalCell&) = delete;
+
+  CUctx_st* ctx = nullptr;
+  CUdeviceptr dptr = 0;
+  unsigned int default_value = 0;
+  bool assign_default = false;  // CU_GRAPH_COND_ASSIGN_DEFAULT: reset at every launch
+};
+
 struct CUgraphNode_st {
   CUgraphNode_st() = default;
   ~CUgraphNode_st();
@@ -84,6 +99,11 @@ struct CUgraphNode_st {
   std::unique_ptr<CUgraph_st> child;  // CU_GRAPH_NODE_TYPE_GRAPH: its own copy
   std::shared_ptr<GraphAllocation> allocation;  // CU_GRAPH_NODE_TYPE_MEM_ALLOC
   CUdeviceptr freed = 0;                        // CU_GRAPH_NODE_TYPE_MEM_FREE
+  // CU_GRAPH_NODE_TYPE_CONDITIONAL: the parameters (phGraph_out pointing at body_handles) and
+  // the body graphs, which the node owns.
+  CUDA_CONDITIONAL_NODE_PARAMS conditional{};
+  std::vector<std::unique_ptr<CUgraph_st>> bodies;
+  std::vector<CUgraph> body_handles;
   // cuGraphNodeSetEnabled, on an executable graph's kernel, memcpy and memset nodes: a
   // disabled node runs as an empty one.
   bool enabled = true;
@@ -104,6 +124,7 @@ struct CUgraph_st {
   std::vector<std::unique_ptr<CUgraphNode_st>> nodes;     // in creation order
   std::map<CUuserObject_st*, unsigned int> user_objects;  // references the graph holds
   CUgraphNode_st* parent = nullptr;                       // the node owning a child graph
+  std::vector<std::shared_ptr<ConditionalCell>> conditionals;  // handles made for this graph
 };
 
 // What an executable graph runs, in order: pieces of device work kept by the host, and the
@@ -116,6 +137,11 @@ struct GraphStep {
 };
 
 struct CUgraphExec_st {
+  CUgraphExec_st() = default;
+  ~CUgraphExec_st();  // destroys the bodies' executable graphs
+  CUgraphExec_st(const CUgraphExec_st&) = delete;
+  CUgraphExec_st& operator=(const CUgraphExec_st&) = delete;
+
   std::unique_ptr<CUgraph_st> graph;  // a private copy; its nodes' origins are the user's
   unsigned long long flags = 0;
   CUctx_st* ctx = nullptr;  // the context of the device work (null: none)
@@ -123,6 +149,8 @@ struct CUgraphExec_st {
   std::vector<GraphStep> steps;
   std::vector<std::shared_ptr<CUfunc_st>> functions;  // what the pieces name, to check at launch
   std::vector<std::shared_ptr<CUevent_st>> events;
+  // Each conditional node's bodies, instantiated with it (the node: one of graph's copies).
+  std::map<const CUgraphNode_st*, std::vector<std::unique_ptr<CUgraphExec_st>>> bodies;
 };
 
 namespace pvgpu::guest {
@@ -152,6 +180,11 @@ CUgraphNode_st* AddNode(CUgraph_st* graph, std::unique_ptr<CUgraphNode_st> node,
 // dependencies (INVALID_VALUE for an unknown graph or dependency). Takes GraphMutex.
 Code AddGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
                   CUgraphNodeType type, const std::function<Code(CUgraphNode_st&)>& fill);
+// A new empty body graph of conditional node `node`, owned by it (GraphMutex held).
+CUgraph_st* AddBody(CUgraphNode_st& node);
+// cuGraphAddNode of a conditional node (api_graph_conditional.cc).
+Code AddConditionalNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                        CUDA_CONDITIONAL_NODE_PARAMS* params);
 // The node behind `handle` when it has `type` (else INVALID_VALUE), GraphMutex held.
 Code FindTypedNode(CUgraphNode handle, CUgraphNodeType type, CUgraphNode_st** node);
 // Destroys a graph made by NewGraph (or a capture) with its nodes.

@@ -210,7 +210,7 @@ TEST_F(LibcudaTest, ExportsVersionedLegacyAndPerThreadNames) {
 
 TEST_F(LibcudaTest, UnimplementedFunctionsReturnNotSupported) {
   using TwoArgs = CUresult (*)(void*, unsigned int);
-  for (const char* name : {"cuGraphConditionalHandleCreate", "cuMemAlloc", "cuModuleGetGlobal",
+  for (const char* name : {"cuMemExportToShareableHandle", "cuMemAlloc", "cuModuleGetGlobal",
                            "cuTexRefCreate", "cuSignalExternalSemaphoresAsync_ptsz"}) {
     auto fn = reinterpret_cast<TwoArgs>(Sym(name));
     ASSERT_NE(fn, nullptr) << name;
