@@ -1,7 +1,8 @@
 /* Per-node controls of graphs and launch attributes: kernel and memset nodes of an executable
  * graph disabled and enabled again (each launch checked against a CPU reference), kernel node
  * attributes set, read back and copied, and cuLaunchKernelEx with hint attributes and a
- * completion event; the errors for attributes pvgpu cannot honour. */
+ * completion event; the errors for attributes pvgpu cannot honour; capture of the per-thread
+ * default stream. */
 #include "common.h"
 
 static CUDA_KERNEL_NODE_PARAMS Node(CUfunction f, void** args, int n) {
@@ -180,6 +181,32 @@ int main(void) {
   attrs[0].value.clusterDim.y = 1;
   attrs[0].value.clusterDim.z = 1;
   EXPECT_RESULT(CUDA_ERROR_NOT_SUPPORTED, cuLaunchKernelEx(&config, saxpy, args1, NULL));
+
+  /* Capture of the per-thread default stream: a kernel captured and replayed there; the legacy
+   * stream used meanwhile joins it implicitly, which CUDA refuses and which ends the capture. */
+  CHECK(cuMemsetD32(y_dev, 0x3f800000u, (size_t)n));
+  CHECK(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  CHECK(cuStreamIsCapturing(CU_STREAM_PER_THREAD, &capturing));
+  EXPECT_TRUE(capturing == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CHECK(cuLaunchKernel(saxpy, (unsigned)((n + 127) / 128), 1, 1, 128, 1, 1, 0,
+                       CU_STREAM_PER_THREAD, args1, NULL));
+  CUgraph per_thread;
+  CHECK(cuStreamEndCapture(CU_STREAM_PER_THREAD, &per_thread));
+  size_t captured_nodes = 0;
+  CHECK(cuGraphGetNodes(per_thread, NULL, &captured_nodes));
+  EXPECT_TRUE(captured_nodes == 1);
+  Expect(y_dev, x, n, 1, 0, 0, 0.0f); /* captured, not run */
+  CHECK(cuGraphInstantiate(&exec, per_thread, 0));
+  CHECK(cuGraphLaunch(exec, CU_STREAM_PER_THREAD));
+  CHECK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+  Expect(y_dev, x, n, 1, 1, 0, 0.0f);
+  CHECK(cuGraphExecDestroy(exec));
+  CHECK(cuGraphDestroy(per_thread));
+  CHECK(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_RELAXED));
+  EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, cuMemsetD32Async(y_dev, 0, 4, NULL));
+  EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                cuStreamEndCapture(CU_STREAM_PER_THREAD, &per_thread));
 
   CHECK(cuStreamDestroy(stream));
   CHECK(cuEventDestroy(done));

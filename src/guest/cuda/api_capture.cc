@@ -1,8 +1,7 @@
 // Driver API: stream capture (docs/graphs.md). A capturing stream records the stream-ordered
 // calls made on it as nodes of a graph instead of running them; other streams join a capture
-// by waiting on an event recorded in it. Created streams capture; the legacy default stream
-// cannot (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the per-thread default stream is not
-// supported (CUDA_ERROR_NOT_SUPPORTED).
+// by waiting on an event recorded in it. Created streams and the per-thread default stream
+// capture; the legacy default stream cannot (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -58,9 +57,26 @@ std::unordered_map<CUevent_st*, CapturedEvent>& Events() {
 // The thread's stream capture interaction mode (cuThreadExchangeStreamCaptureMode).
 thread_local CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
+// What a capture knows a stream by: its record, or for the per-thread default stream a record
+// of the calling thread's own in that context (made on first use and never freed, so that a
+// thread ending mid-capture leaves no dangling key). The legacy stream has none: it cannot be
+// captured. The per-thread stream is a blocking stream: the legacy stream joins it implicitly.
+CUstream_st* Key(const StreamRef& stream) {
+  if (stream.object != nullptr) return stream.object.get();
+  if (stream.handle != CU_STREAM_PER_THREAD) return nullptr;
+  thread_local std::unordered_map<CUctx_st*, CUstream_st*> per_thread;
+  CUstream_st*& key = per_thread[stream.ctx];
+  if (key == nullptr) {
+    key = new CUstream_st;
+    key->ctx = stream.ctx;
+  }
+  return key;
+}
+
 StreamCapture* Find(const StreamRef& stream) {
-  if (stream.object == nullptr) return nullptr;
-  auto it = Streams().find(stream.object.get());
+  CUstream_st* key = Key(stream);
+  if (key == nullptr) return nullptr;
+  auto it = Streams().find(key);
   return it == Streams().end() ? nullptr : &it->second;
 }
 
@@ -130,15 +146,7 @@ Code Begin(const StreamRef& stream, CUgraph_st* graph, std::vector<CUgraphNode_s
       mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
     return Code::kInvalidValue;
   }
-  if (stream.object == nullptr) {
-    if (stream.handle == CU_STREAM_PER_THREAD) {
-      PVGPU_WARN(
-          "cuStreamBeginCapture: pvgpu captures created streams, not the per-thread "
-          "default stream");
-      return Code::kNotSupported;
-    }
-    return kCaptureUnsupported;  // the legacy stream cannot be captured
-  }
+  if (Key(stream) == nullptr) return kCaptureUnsupported;  // the legacy stream cannot be captured
   if (Find(stream) != nullptr) return Code::kIllegalState;
   auto capture = std::make_shared<Capture>();
   capture->id = NextObjectId();
@@ -147,8 +155,8 @@ Code Begin(const StreamRef& stream, CUgraph_st* graph, std::vector<CUgraphNode_s
   capture->mode = mode;
   capture->thread = std::this_thread::get_id();
   capture->ctx = stream.ctx;
-  capture->origin = stream.object.get();
-  Join(stream.object.get(), capture, std::move(deps));
+  capture->origin = Key(stream);
+  Join(Key(stream), capture, std::move(deps));
   return Code::kOk;
 }
 
@@ -214,12 +222,12 @@ std::optional<Code> CaptureEventWait(const StreamRef& stream, CUevent_st* event,
   }
   if (sc == nullptr) {
     // A fork: the stream joins the capture, after the event's position in it.
-    if (stream.object == nullptr) {
+    if (Key(stream) == nullptr) {  // the legacy stream
       Invalidate(*source);
-      return IsLegacy(stream) ? kCaptureImplicit : Code::kNotSupported;
+      return kCaptureImplicit;
     }
     if (source->invalidated) return kCaptureInvalidated;
-    Join(stream.object.get(), source, recorded->second.deps);
+    Join(Key(stream), source, recorded->second.deps);
     return Code::kOk;
   }
   if (sc->capture != source) {
@@ -328,7 +336,7 @@ Code StreamEndCapture(const StreamRef& hStream, CUgraph* phGraph) {
   StreamCapture* sc = Find(hStream);
   if (sc == nullptr) return Code::kIllegalState;
   std::shared_ptr<Capture> capture = sc->capture;
-  if (capture->origin != hStream.object.get()) return kCaptureUnmatched;
+  if (capture->origin != Key(hStream)) return kCaptureUnmatched;
   if (capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
       capture->thread != std::this_thread::get_id()) {
     return kCaptureWrongThread;
