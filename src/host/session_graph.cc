@@ -80,6 +80,18 @@ Outcome Session::CheckGraphEntry(ContextState& ctx, uint32_t op, Span body) {
       if (auto refused = common(request)) return *refused;
       return Code::kOk;
     }
+    case Op::kMemcpyHtoD: {  // a batch memory operation's write: the value is the payload
+      MemcpyHtoDRequest request;
+      if (!Read(body, &request)) return bad("bad size");
+      if (auto refused = common(request)) return *refused;
+      return Code::kOk;
+    }
+    case Op::kStreamWaitValue: {  // a batch memory operation's wait
+      StreamWaitValueRequest request;
+      if (!Read(body, &request)) return bad("bad size");
+      if (auto refused = common(request)) return *refused;
+      return Code::kOk;
+    }
     case Op::kEventRecord: {
       EventRecordRequest request;
       if (!Read(body, &request)) return bad("bad size");

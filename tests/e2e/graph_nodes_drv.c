@@ -208,6 +208,76 @@ int main(void) {
   EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
                 cuStreamEndCapture(CU_STREAM_PER_THREAD, &per_thread));
 
+  /* Batch memory operation nodes: built by hand and captured from cuStreamWriteValue32 and
+   * cuStreamWaitValue32; the values are written at each launch, not at capture. */
+  CUdeviceptr flags_dev;
+  CHECK(cuMemAlloc(&flags_dev, 16));
+  CHECK(cuMemsetD32(flags_dev, 0, 4));
+  CUstreamBatchMemOpParams ops[3];
+  memset(ops, 0, sizeof(ops));
+  ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  ops[0].writeValue.address = flags_dev;
+  ops[0].writeValue.value = 41;
+  ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+  ops[1].waitValue.address = flags_dev;
+  ops[1].waitValue.value = 41;
+  ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+  ops[2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+  ops[2].writeValue.address = flags_dev + 8;
+  ops[2].writeValue.value64 = 0x1122334455667788ull;
+  CUDA_BATCH_MEM_OP_NODE_PARAMS batch;
+  memset(&batch, 0, sizeof(batch));
+  batch.ctx = context;
+  batch.count = 3;
+  batch.paramArray = ops;
+  CUgraph memops;
+  CHECK(cuGraphCreate(&memops, 0));
+  CUgraphNode batch_node;
+  CHECK(cuGraphAddBatchMemOpNode(&batch_node, memops, NULL, 0, &batch));
+  CUDA_BATCH_MEM_OP_NODE_PARAMS batch_back;
+  CHECK(cuGraphBatchMemOpNodeGetParams(batch_node, &batch_back));
+  EXPECT_TRUE(batch_back.count == 3 && batch_back.paramArray[2].writeValue.value64 == 0x1122334455667788ull);
+  CHECK(cuGraphInstantiate(&exec, memops, 0));
+  unsigned int words[4] = {0, 0, 0, 0};
+  CHECK(cuMemcpyDtoH(words, flags_dev, 16));
+  EXPECT_TRUE(words[0] == 0); /* instantiated, not run */
+  CHECK(cuGraphLaunch(exec, stream));
+  CHECK(cuStreamSynchronize(stream));
+  CHECK(cuMemcpyDtoH(words, flags_dev, 16));
+  EXPECT_TRUE(words[0] == 41 && words[2] == 0x55667788u && words[3] == 0x11223344u);
+  ops[0].writeValue.value = 42; /* through the executable graph: the wait then holds at once */
+  ops[1].waitValue.value = 42;
+  CHECK(cuGraphExecBatchMemOpNodeSetParams(exec, batch_node, &batch));
+  CHECK(cuGraphLaunch(exec, stream));
+  CHECK(cuStreamSynchronize(stream));
+  CHECK(cuMemcpyDtoH(words, flags_dev, 4));
+  EXPECT_TRUE(words[0] == 42);
+  CHECK(cuGraphExecDestroy(exec));
+  CHECK(cuGraphDestroy(memops));
+  ops[0].writeValue.address = flags_dev + 2; /* misaligned */
+  CHECK(cuGraphCreate(&memops, 0));
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuGraphAddBatchMemOpNode(&batch_node, memops, NULL, 0, &batch));
+  CHECK(cuGraphDestroy(memops));
+  /* Captured: nothing is written until the graph runs. */
+  CHECK(cuMemsetD32(flags_dev, 0, 4));
+  CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK(cuStreamWriteValue32(stream, flags_dev + 4, 7, 0));
+  CHECK(cuStreamWaitValue32(stream, flags_dev + 4, 7, CU_STREAM_WAIT_VALUE_GEQ));
+  CHECK(cuStreamEndCapture(stream, &memops));
+  CHECK(cuMemcpyDtoH(words, flags_dev, 16));
+  EXPECT_TRUE(words[1] == 0);
+  size_t memop_nodes = 0;
+  CHECK(cuGraphGetNodes(memops, NULL, &memop_nodes));
+  EXPECT_TRUE(memop_nodes == 2);
+  CHECK(cuGraphInstantiate(&exec, memops, 0));
+  CHECK(cuGraphLaunch(exec, stream));
+  CHECK(cuStreamSynchronize(stream));
+  CHECK(cuMemcpyDtoH(words, flags_dev, 16));
+  EXPECT_TRUE(words[1] == 7);
+  CHECK(cuGraphExecDestroy(exec));
+  CHECK(cuGraphDestroy(memops));
+  CHECK(cuMemFree(flags_dev));
+
   CHECK(cuStreamDestroy(stream));
   CHECK(cuEventDestroy(done));
   CHECK(cuMemFree(x_dev));

@@ -216,6 +216,8 @@ const char* TypeName(CUgraphNodeType type) {
       return "mem_free";
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
       return "conditional";
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+      return "batch_mem_op";
     default:
       return "other";
   }
@@ -340,6 +342,7 @@ std::unique_ptr<CUgraph_st> CloneGraph(const CUgraph_st& graph) {
       node->body_handles.push_back(node->bodies.back().get());
     }
     node->conditional.phGraph_out = node->body_handles.empty() ? nullptr : node->body_handles.data();
+    node->memops = original->memops;
     node->allocation = original->allocation;  // the clone holds the same memory
     node->freed = original->freed;
     if (original->child != nullptr) {
@@ -882,6 +885,11 @@ Code GraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
       return AddConditionalNode(phGraphNode, hGraph, dependencies, numDependencies,
                                 &p.conditional);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: {
+      CUDA_BATCH_MEM_OP_NODE_PARAMS m{};
+      std::memcpy(&m, &p.memOp, sizeof(m));  // v2 has v1's layout
+      return GraphAddBatchMemOpNode(phGraphNode, hGraph, dependencies, numDependencies, &m);
+    }
     default:
       PVGPU_WARN("cuGraphAddNode: node type " << static_cast<int>(p.type) << " is not supported");
       return Code::kNotSupported;
@@ -923,6 +931,53 @@ Code GraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
     default:
       return Code::kNotSupported;
   }
+}
+
+// Batch memory operation nodes: cuStreamBatchMemOp's operations, run in order at each launch
+// (writes as copies, waits by the host, as on a stream: api_memops.cc).
+Code GraphAddBatchMemOpNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                            const CUgraphNode* dependencies, size_t numDependencies,
+                            const CUDA_BATCH_MEM_OP_NODE_PARAMS* nodeParams) {
+  const CUDA_BATCH_MEM_OP_NODE_PARAMS& p = *nodeParams;
+  CUctx_st* ctx = nullptr;
+  if (Code code = ContextOrCurrent(p.ctx, &ctx); code != Code::kOk) return code;
+  if (p.flags != 0) return Code::kInvalidValue;
+  if (Code code = CheckMemOps(ctx, p.paramArray, p.count); code != Code::kOk) return code;
+  return Add(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
+             [&](CUgraphNode_st& node) {
+               node.ctx = ctx;
+               node.memops.assign(p.paramArray, p.paramArray + p.count);
+               return Code::kOk;
+             });
+}
+
+Code GraphBatchMemOpNodeGetParams(CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARAMS* nodeParams_out) {
+  MutexLock lock(&GraphMutex());
+  CUgraphNode_st* node = nullptr;
+  if (Code code = TypedNode(hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, &node); code != Code::kOk) {
+    return code;
+  }
+  nodeParams_out->ctx = node->ctx;
+  nodeParams_out->count = static_cast<unsigned int>(node->memops.size());
+  nodeParams_out->paramArray = node->memops.data();  // the node's own, as CUDA's is
+  nodeParams_out->flags = 0;
+  return Code::kOk;
+}
+
+Code GraphBatchMemOpNodeSetParams(CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS* nodeParams) {
+  const CUDA_BATCH_MEM_OP_NODE_PARAMS& p = *nodeParams;
+  CUctx_st* ctx = nullptr;
+  if (Code code = ContextOrCurrent(p.ctx, &ctx); code != Code::kOk) return code;
+  if (p.flags != 0) return Code::kInvalidValue;
+  if (Code code = CheckMemOps(ctx, p.paramArray, p.count); code != Code::kOk) return code;
+  MutexLock lock(&GraphMutex());
+  CUgraphNode_st* node = nullptr;
+  if (Code code = TypedNode(hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, &node); code != Code::kOk) {
+    return code;
+  }
+  node->ctx = ctx;
+  node->memops.assign(p.paramArray, p.paramArray + p.count);
+  return Code::kOk;
 }
 
 // Kernel node attributes: checked and applied as cuLaunchKernelEx applies launch attributes.

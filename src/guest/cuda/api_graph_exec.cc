@@ -149,6 +149,10 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
         break;
       case CU_GRAPH_NODE_TYPE_CONDITIONAL:  // evaluated by the guest at launch (RunConditional)
         break;
+      case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        node_ctx = node->ctx;
+        on_host = true;
+        break;
       case CU_GRAPH_NODE_TYPE_EMPTY:
       case CU_GRAPH_NODE_TYPE_MEM_ALLOC:  // the memory is the graph's already: ordering only
       case CU_GRAPH_NODE_TYPE_MEM_FREE:
@@ -206,6 +210,7 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
     }
     const CUgraphNode_st& node = *l.node;
     std::vector<uint8_t> entry;
+    uint32_t made = 1;  // entries this node becomes
     switch (node.type) {
       case CU_GRAPH_NODE_TYPE_KERNEL: {
         const GraphKernel& k = node.kernel;
@@ -243,6 +248,35 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
         Append(&entry, request);
         break;
       }
+      case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        // Writes are 4- or 8-byte copies of the value, waits the host's StreamWaitValue, as
+        // cuStreamBatchMemOp posts them on a stream (api_memops.cc); barriers order nothing
+        // the host's in-order queue does not already.
+        made = 0;
+        for (const CUstreamBatchMemOpParams& op : node.memops) {
+          const bool wide = op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_64 ||
+                            op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+          if (op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ||
+              op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_64) {
+            protocol::MemcpyHtoDRequest request;
+            request.ctx = ctx_handle;
+            request.dst = op.writeValue.address;
+            const uint64_t value = op.writeValue.value64;  // little-endian: the low bytes
+            Append(&entry, request, {reinterpret_cast<const uint8_t*>(&value), wide ? 8u : 4u});
+            ++made;
+          } else if (op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
+                     op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64) {
+            protocol::StreamWaitValueRequest request;
+            request.ctx = ctx_handle;
+            request.address = op.waitValue.address;
+            request.value = wide ? op.waitValue.value64 : op.waitValue.value;
+            request.width = wide ? 8 : 4;
+            request.condition = op.waitValue.flags & 0xf;
+            Append(&entry, request);
+            ++made;
+          }
+        }
+        break;
       case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
         protocol::EventRecordRequest request;
         request.ctx = ctx_handle;
@@ -259,9 +293,10 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
       failed = Code::kInvalidValue;
       break;
     }
+    if (made == 0) continue;  // a batch of barriers only
     if (entries.size() + entry.size() > limit) flush();
     entries.insert(entries.end(), entry.begin(), entry.end());
-    ++count;
+    count += made;
   }
   flush();
   // Each conditional node's bodies, instantiated now as graphs of their own.
@@ -731,6 +766,23 @@ Code GraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, C
   Ref<CUevent_st> ref = objects().events.Find(event);
   return SetExecNode(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, [&](CUgraphNode_st& node) {
     node.event = ref;
+    return Code::kOk;
+  });
+}
+
+Code GraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                      const CUDA_BATCH_MEM_OP_NODE_PARAMS* nodeParams) {
+  const CUDA_BATCH_MEM_OP_NODE_PARAMS& p = *nodeParams;
+  CUctx_st* ctx = nullptr;
+  if (Code code = p.ctx != nullptr ? ResolveContext(p.ctx, &ctx) : CurrentLiveContext(&ctx);
+      code != Code::kOk) {
+    return code;
+  }
+  if (p.flags != 0) return Code::kInvalidValue;
+  if (Code code = CheckMemOps(ctx, p.paramArray, p.count); code != Code::kOk) return code;
+  return SetExecNode(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, [&](CUgraphNode_st& node) {
+    if (ctx != node.ctx) return Code::kInvalidValue;  // an executable graph keeps its context
+    node.memops.assign(p.paramArray, p.paramArray + p.count);
     return Code::kOk;
   });
 }

@@ -7,6 +7,7 @@
 // docs/memory.md describes what a wait can and cannot wait for.
 #include "guest/cuda/copy.h"
 #include "guest/cuda/cuda_api_autogen.h"
+#include "guest/cuda/graph.h"
 #include "guest/cuda/state.h"
 #include "guest/cuda/unsupported.h"
 
@@ -16,10 +17,47 @@ namespace {
 
 constexpr unsigned int kConditionMask = 0xf;
 
+// On a capturing stream the operations become one batch memory operation node, run at each
+// launch (nothing when the stream is not capturing).
+std::optional<Code> CaptureMemOps(const StreamRef& stream,
+                                  std::vector<CUstreamBatchMemOpParams> ops) {
+  if (!CaptureActive()) return std::nullopt;
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+  node->ctx = stream.ctx;
+  node->memops = std::move(ops);
+  return CaptureNode(stream, std::move(node));
+}
+
+CUstreamBatchMemOpParams WriteOp(CUdeviceptr addr, uint64_t value, uint32_t width,
+                                 unsigned int flags) {
+  CUstreamBatchMemOpParams op{};
+  op.writeValue.operation = width == 4 ? CU_STREAM_MEM_OP_WRITE_VALUE_32
+                                       : CU_STREAM_MEM_OP_WRITE_VALUE_64;
+  op.writeValue.address = addr;
+  op.writeValue.value64 = width == 4 ? static_cast<uint32_t>(value) : value;
+  op.writeValue.flags = flags;
+  return op;
+}
+
+CUstreamBatchMemOpParams WaitOp(CUdeviceptr addr, uint64_t value, uint32_t width,
+                                unsigned int flags) {
+  CUstreamBatchMemOpParams op{};
+  op.waitValue.operation = width == 4 ? CU_STREAM_MEM_OP_WAIT_VALUE_32
+                                      : CU_STREAM_MEM_OP_WAIT_VALUE_64;
+  op.waitValue.address = addr;
+  op.waitValue.value64 = width == 4 ? static_cast<uint32_t>(value) : value;
+  op.waitValue.flags = flags;
+  return op;
+}
+
 Code WriteValue(const StreamRef& stream, CUdeviceptr addr, uint64_t value, uint32_t width,
                 unsigned int flags) {
   if ((flags & ~CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0) return Code::kInvalidValue;
   if (addr % width != 0) return Code::kInvalidValue;
+  if (auto captured = CaptureMemOps(stream, {WriteOp(addr, value, width, flags)})) {
+    return *captured;
+  }
   // Little-endian: the low `width` bytes of `value` are the value to write.
   return CopyHtoD(addr, &value, width, stream, /*async=*/true);
 }
@@ -41,6 +79,9 @@ Code WaitValue(const StreamRef& stream, CUdeviceptr addr, uint64_t value, uint32
   // The wait blocks the stream's context on the host, which checks the address among that
   // context's memory: memory of another context cannot be waited on from here.
   if (owner != stream.ctx) return Code::kInvalidValue;
+  if (auto captured = CaptureMemOps(stream, {WaitOp(addr, value, width, flags)})) {
+    return *captured;
+  }
   protocol::StreamWaitValueRequest request;
   request.ctx = stream.ctx->handle;
   request.stream = stream.wire();
@@ -76,6 +117,33 @@ Code CheckBatchOp(const CUstreamBatchMemOpParams& op) {
 
 }  // namespace
 
+Code CheckMemOps(CUctx_st* ctx, const CUstreamBatchMemOpParams* ops, unsigned int count) {
+  if (count == 0 || count > 256 || ops == nullptr) return Code::kInvalidValue;
+  for (unsigned int i = 0; i < count; ++i) {
+    const CUstreamBatchMemOpParams& op = ops[i];
+    if (Code code = CheckBatchOp(op); code != Code::kOk) return code;
+    const bool wait = op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
+                      op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+    const bool write = op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ||
+                       op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+    if (!wait && !write) continue;  // a barrier
+    const uint32_t width = (op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
+                            op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32) ? 4 : 8;
+    const CUdeviceptr addr = wait ? op.waitValue.address : op.writeValue.address;
+    const unsigned int flags = wait ? op.waitValue.flags : op.writeValue.flags;
+    if (addr % width != 0) return Code::kInvalidValue;
+    if (write && (flags & ~CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0) return Code::kInvalidValue;
+    if (wait && ((flags & kConditionMask) > CU_STREAM_WAIT_VALUE_NOR ||
+                 (flags & ~kConditionMask) != 0)) {
+      return Code::kInvalidValue;  // CU_STREAM_WAIT_VALUE_FLUSH included: no remote writers
+    }
+    CUctx_st* owner = nullptr;
+    if (Code code = OwnerOf(addr, width, &owner); code != Code::kOk) return code;
+    if (owner != ctx) return Code::kInvalidValue;
+  }
+  return Code::kOk;
+}
+
 namespace api {
 
 Code StreamWriteValue32_v2(const StreamRef& stream, CUdeviceptr addr, cuuint32_t value,
@@ -104,6 +172,10 @@ Code StreamBatchMemOp_v2(const StreamRef& stream, unsigned int count,
   if (count > 256) return Code::kInvalidValue;  // CUDA's documented limit
   for (unsigned int i = 0; i < count; ++i) {
     if (Code code = CheckBatchOp(paramArray[i]); code != Code::kOk) return code;
+  }
+  if (CaptureActive() && count > 0) {  // one node for the batch
+    if (Code code = CheckMemOps(stream.ctx, paramArray, count); code != Code::kOk) return code;
+    if (auto captured = CaptureMemOps(stream, {paramArray, paramArray + count})) return *captured;
   }
   for (unsigned int i = 0; i < count; ++i) {
     const CUstreamBatchMemOpParams& op = paramArray[i];

@@ -98,6 +98,7 @@ struct CUgraphNode_st {
   std::shared_ptr<CUevent_st> event;  // CU_GRAPH_NODE_TYPE_EVENT_RECORD, _WAIT_EVENT
   std::unique_ptr<CUgraph_st> child;  // CU_GRAPH_NODE_TYPE_GRAPH: its own copy
   std::shared_ptr<GraphAllocation> allocation;  // CU_GRAPH_NODE_TYPE_MEM_ALLOC
+  std::vector<CUstreamBatchMemOpParams> memops;  // CU_GRAPH_NODE_TYPE_BATCH_MEM_OP (and ctx)
   CUdeviceptr freed = 0;                        // CU_GRAPH_NODE_TYPE_MEM_FREE
   // CU_GRAPH_NODE_TYPE_CONDITIONAL: the parameters (phGraph_out pointing at body_handles) and
   // the body graphs, which the node owns.
@@ -211,6 +212,10 @@ bool IsGraphAllocation(CUdeviceptr dptr);
 // *code (the memory stays with its graph, which hands it out again at its next launch, as
 // CUDA does); false when `dptr` is not such memory.
 bool FreeGraphAllocation(CUdeviceptr dptr, Code* code);
+
+// Stream memory operations as graph nodes (api_memops.cc): checks a batch as cuStreamBatchMemOp
+// does, for a node of `ctx` (waits on the context's own memory only).
+Code CheckMemOps(CUctx_st* ctx, const CUstreamBatchMemOpParams* ops, unsigned int count);
 
 // Stream capture (api_capture.cc). Whether any stream in the process is capturing: the only
 // cost stream-ordered calls pay when none is (one relaxed load).
