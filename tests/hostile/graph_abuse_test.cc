@@ -256,5 +256,65 @@ TEST_F(ProtocolAbuseTest, GraphNamingAnotherSessionsMemory) {
   EXPECT_EQ(other.Call(sync), 0);  // the other session never noticed
 }
 
+// Batch memory operation entries (a write's copy, a wait): checked as their messages are; a
+// write into another session's memory or a wait on it is a CUDA error at launch, and the other
+// session's memory stays as it was.
+TEST_F(ProtocolAbuseTest, GraphMemoryOperationsOnAnotherSessionsMemory) {
+  RawGuest other(daemon_->socket_path());
+  Open(other);
+  const uint64_t theirs = Alloc(other, 4096);
+  RawGuest g(daemon_->socket_path());
+  Open(g);
+  const uint64_t mine = Alloc(g, 4096);
+  MemcpyHtoDRequest write;
+  write.ctx = kCtx;
+  write.dst = theirs;
+  const uint32_t value = 0xBAD;
+  StreamWaitValueRequest wait;
+  wait.ctx = kCtx;
+  wait.address = theirs;
+  wait.width = 4;
+  Entries e;
+  e.Add(write, {reinterpret_cast<const uint8_t*>(&value), 4}).Add(wait);
+  write.dst = mine;
+  e.Add(write, {reinterpret_cast<const uint8_t*>(&value), 4});
+  ++attacks_;
+  ASSERT_EQ(g.Call(Create(7, e.count()), e.bytes()), 0);
+  GraphExecLaunchRequest launch;
+  launch.ctx = kCtx;
+  launch.exec = 7;
+  EXPECT_EQ(g.Call(launch, {}, nullptr, nullptr, kFlagWantReply),
+            static_cast<int32_t>(Code::kInvalidValue));
+  CtxSynchronizeRequest sync;
+  sync.ctx = kCtx;
+  (void)g.Call(sync);  // the recorded error, if the adapter records one
+  MemcpyDtoHRequest read;
+  read.ctx = kCtx;
+  read.src = theirs;
+  read.size = 4;
+  std::vector<uint8_t> data;
+  EXPECT_EQ(other.Call(read, {}, nullptr, &data), 0);
+  ASSERT_EQ(data.size(), 4u);
+  EXPECT_EQ(data[0], 0u);  // never written
+  read.src = mine;
+  EXPECT_EQ(g.Call(read, {}, nullptr, &data), 0);
+  ASSERT_EQ(data.size(), 4u);
+  EXPECT_EQ(data[0], 0xADu);  // the session's own write ran
+  EXPECT_EQ(other.Call(sync), 0);
+}
+
+TEST_F(ProtocolAbuseTest, GraphWaitEntryNamingAStream) {
+  ExpectFatal("GraphExecCreate: StreamWaitValue entry: names a stream", [](RawGuest& g) {
+    Open(g);
+    StreamWaitValueRequest wait;
+    wait.ctx = kCtx;
+    wait.stream = 3;
+    wait.width = 4;
+    Entries e;
+    e.Add(wait);
+    g.Send(Create(5, e.count()), e.bytes());
+  });
+}
+
 }  // namespace
 }  // namespace pvgpu::hostile
