@@ -112,6 +112,15 @@ void DestroyPieces(CUgraphExec_st* exec) {
   }
 }
 
+// Gives back the host's pieces of conditional bodies' executable graphs (each body's own
+// bodies go with it: ~CUgraphExec_st).
+void DestroyBodies(const std::map<const CUgraphNode_st*,
+                                  std::vector<std::unique_ptr<CUgraphExec_st>>>& bodies) {
+  for (const auto& [node, execs] : bodies) {
+    for (const auto& body : execs) DestroyPieces(body.get());
+  }
+}
+
 // Makes what `exec` runs from its graph: the steps, and the host's pieces of device work.
 Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
   std::vector<const CUgraphNode_st*> order;
@@ -317,9 +326,11 @@ Code Build(CUgraphExec_st* exec, CUgraphNode* error_node) {
   made.ctx_handle = ctx_handle;
   if (failed != Code::kOk) {
     DestroyPieces(&made);  // the pieces made before the refusal; the old ones stay
-    return failed;         // (and `bodies` destroys what its execs made)
+    DestroyBodies(bodies);
+    return failed;
   }
   DestroyPieces(exec);  // the previous pieces (an update), after the new ones exist
+  DestroyBodies(exec->bodies);
   exec->bodies = std::move(bodies);
   exec->steps = std::move(made.steps);
   exec->ctx = ctx;
@@ -542,11 +553,7 @@ Code RunPlan(const LaunchPlan& plan, const StreamRef& hStream) {
 }  // namespace
 }  // namespace pvgpu::guest
 
-CUgraphExec_st::~CUgraphExec_st() {
-  for (auto& [node, execs] : bodies) {
-    for (auto& body : execs) pvgpu::guest::DestroyPieces(body.get());
-  }
-}
+CUgraphExec_st::~CUgraphExec_st() { pvgpu::guest::DestroyBodies(bodies); }
 
 namespace pvgpu::guest {
 namespace api {
