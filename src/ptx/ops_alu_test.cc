@@ -205,6 +205,49 @@ TEST(ConvertTest, Tf32Rounding) {
   EXPECT_EQ(r.out[7], 0xBF802000u);
 }
 
+// sm_90 packed 16-bit minimum and maximum, and .relu on them and on s32.
+TEST(ArithTest, PackedHalfwordMinMaxAndRelu) {
+  auto r = RunSnippet(R"(
+  ld.global.u32 %r1, [%rd1];     ld.global.u32 %r2, [%rd1+4];
+  min.s16x2 %r3, %r1, %r2;       st.global.u32 [%rd0], %r3;
+  max.s16x2 %r3, %r1, %r2;       st.global.u32 [%rd0+4], %r3;
+  min.u16x2 %r3, %r1, %r2;       st.global.u32 [%rd0+8], %r3;
+  max.u16x2 %r3, %r1, %r2;       st.global.u32 [%rd0+12], %r3;
+  min.relu.s16x2 %r3, %r1, %r2;  st.global.u32 [%rd0+16], %r3;
+  min.relu.s32 %r3, -5, 7;       st.global.u32 [%rd0+20], %r3;
+  max.relu.s32 %r3, -5, -9;      st.global.u32 [%rd0+24], %r3;
+  max.relu.s32 %r3, 3, -9;       st.global.u32 [%rd0+28], %r3;
+  )",
+                      {0x8000'0005u, 0x0001'FFF0u}, 8);  // halves (-32768, 5) and (1, -16)
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out[0], 0x8000'FFF0u);  // signed: min(-32768, 1), min(5, -16)
+  EXPECT_EQ(r.out[1], 0x0001'0005u);
+  EXPECT_EQ(r.out[2], 0x0001'0005u);  // unsigned: 0x8000 > 1, 5 < 0xFFF0
+  EXPECT_EQ(r.out[3], 0x8000'FFF0u);
+  EXPECT_EQ(r.out[4], 0x0000'0000u);  // both signed minima are negative
+  EXPECT_EQ(r.out[5], 0u);
+  EXPECT_EQ(r.out[6], 0u);
+  EXPECT_EQ(r.out[7], 3u);
+}
+
+// set with 16-bit destinations (CUB's half-precision paths): 1.0 in the destination's own
+// format, or all ones for integers; .nan also holds for unordered operands.
+TEST(CompareTest, SetWithHalfDestinations) {
+  auto r = RunSnippet(R"(
+  mov.b16 %h1, 0x3C00;            mov.b16 %h2, 0x7E00;
+  set.nan.f16.f16 %h3, %h1, %h2;  cvt.u32.u16 %r1, %h3; st.global.u32 [%rd0], %r1;
+  set.lt.f16.f16 %h3, %h1, %h2;   cvt.u32.u16 %r1, %h3; st.global.u32 [%rd0+4], %r1;
+  set.eq.bf16.f16 %h3, %h1, %h1;  cvt.u32.u16 %r1, %h3; st.global.u32 [%rd0+8], %r1;
+  set.gt.u16.f32 %h3, 2.0, 1.0;   cvt.u32.u16 %r1, %h3; st.global.u32 [%rd0+12], %r1;
+  )",
+                      {}, 4);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.out[0], 0x3C00u);  // 1.0 vs NaN: unordered
+  EXPECT_EQ(r.out[1], 0u);       // an ordered comparison with NaN is false
+  EXPECT_EQ(r.out[2], 0x3F80u);  // bf16 1.0
+  EXPECT_EQ(r.out[3], 0xFFFFu);
+}
+
 TEST(MathTest, DirectedRoundingTestpCopysign) {
   auto r = RunSnippet(R"(
   mov.f32 %f1, 0f3F800000;

@@ -390,9 +390,67 @@ Status LowerAbsNeg(LowerCtx& c, bool neg) {
 Status LowerAbs(LowerCtx& c) { return LowerAbsNeg(c, false); }
 Status LowerNeg(LowerCtx& c) { return LowerAbsNeg(c, true); }
 
+// min/max{.relu}.{s16x2,u16x2} d, a, b (sm_90): each 16-bit half on its own; .relu (signed
+// only) makes a negative result 0.
+template <bool kMax, bool kSigned, bool kRelu>
+bool ExecMinMax16x2(const Inst& in, Warp& w, uint32_t m) {
+  ForLanes(m, [&](int i) {
+    const uint32_t a = LoadReg<uint32_t>(w.regs, in.a[1], i);
+    const uint32_t b = LoadReg<uint32_t>(w.regs, in.a[2], i);
+    uint32_t d = 0;
+    for (int half = 0; half < 2; ++half) {
+      const uint32_t x = (a >> (16 * half)) & 0xFFFFu, y = (b >> (16 * half)) & 0xFFFFu;
+      int32_t r;
+      if constexpr (kSigned) {
+        const int32_t sx = static_cast<int16_t>(x), sy = static_cast<int16_t>(y);
+        r = kMax ? std::max(sx, sy) : std::min(sx, sy);
+        if (kRelu && r < 0) r = 0;
+      } else {
+        r = static_cast<int32_t>(kMax ? std::max(x, y) : std::min(x, y));
+      }
+      d |= (static_cast<uint32_t>(r) & 0xFFFFu) << (16 * half);
+    }
+    StoreReg<uint32_t>(w.regs, in.a[0], i, d);
+  });
+  return false;
+}
+
+// min/max.relu.s32 d, a, b (sm_90): the signed minimum or maximum, 0 when it is negative.
+template <bool kMax>
+bool ExecMinMaxReluS32(const Inst& in, Warp& w, uint32_t m) {
+  ForLanes(m, [&](int i) {
+    const int32_t a = LoadReg<int32_t>(w.regs, in.a[1], i);
+    const int32_t b = LoadReg<int32_t>(w.regs, in.a[2], i);
+    StoreReg<int32_t>(w.regs, in.a[0], i, std::max(kMax ? std::max(a, b) : std::min(a, b), 0));
+  });
+  return false;
+}
+
 Status LowerMinMax(LowerCtx& c, bool max) {
+  const bool relu = c.Has(".relu");
+  const bool s16x2 = c.Has(".s16x2"), u16x2 = c.Has(".u16x2");
+  if (s16x2 || u16x2 || (relu && c.TypeMod() == Ty::kS32)) {
+    if (relu && u16x2) return c.Unsupported(".relu on unsigned values");
+    PVGPU_TRY(c.NeedOps(3));
+    Inst in;
+    if (s16x2 || u16x2) {
+      ExecFn fns[2][2][2] = {{{&ExecMinMax16x2<false, false, false>, nullptr},
+                              {&ExecMinMax16x2<false, true, false>, &ExecMinMax16x2<false, true, true>}},
+                             {{&ExecMinMax16x2<true, false, false>, nullptr},
+                              {&ExecMinMax16x2<true, true, false>, &ExecMinMax16x2<true, true, true>}}};
+      in.fn = fns[max][s16x2][relu];
+    } else {
+      in.fn = max ? &ExecMinMaxReluS32<true> : &ExecMinMaxReluS32<false>;
+    }
+    PVGPU_ASSIGN_OR_RETURN(in.a[1], c.Src(1, Ty::kB32));
+    PVGPU_ASSIGN_OR_RETURN(in.a[2], c.Src(2, Ty::kB32));
+    PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, Ty::kB32));
+    c.Emit(in);
+    return Status::Ok();
+  }
   Ty t = c.TypeMod();
   if (IsHalf(t)) return LowerHalfArith(c);
+  if (relu && !IsHalf(t)) return c.Unsupported(".relu on this type");
   ExecFn fn;
   if (IsFloat(t)) {
     bool nan = c.Has(".NaN");

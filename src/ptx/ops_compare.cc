@@ -233,9 +233,12 @@ bool ExecPredToValue(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
+// set.cmp.dtype.stype d, a, b: d is 1.0 (float destinations) or all ones when the comparison
+// holds, else 0. 16-bit destinations (f16, bf16, u16, s16) hold their own 1.0 or 0xFFFF.
 Status LowerSet(LowerCtx& c) {
   Ty dt = c.TypeMod(0), st = c.TypeMod(1);
-  if (TypeSize(dt) != 4) return c.Unsupported();
+  const uint32_t size = TypeSize(dt);
+  if (size != 4 && size != 2) return c.Unsupported();
   Inst cmp;
   PVGPU_TRY(LowerCompareSources(c, cmp, st, 1));
   cmp.a[0] = c.Temp('p');
@@ -243,7 +246,11 @@ Status LowerSet(LowerCtx& c) {
   Inst in;
   in.fn = ExecPredToValue;
   in.a[1] = cmp.a[0];
-  in.aux = dt == Ty::kF32 ? 0x3F800000u : 0xFFFFFFFFu;
+  in.aux = dt == Ty::kF32    ? 0x3F800000u
+           : dt == Ty::kF16  ? 0x3C00u
+           : dt == Ty::kBF16 ? 0x3F80u
+           : size == 2       ? 0xFFFFu
+                             : 0xFFFFFFFFu;
   PVGPU_ASSIGN_OR_RETURN(in.a[0], c.Dst(0, dt));
   c.Emit(in);
   return Status::Ok();
