@@ -86,6 +86,8 @@ KernelInfo DescribePtxKernel(const ptx::KernelInfo& kernel) {
   info.local_bytes = kernel.local_bytes;
   info.num_regs = kernel.num_regs;
   info.max_threads_per_block = kernel.max_threads_per_block;
+  info.ptx_version = kernel.target_sm;  // the PTX that runs: the engine has no other binary
+  info.binary_version = kernel.target_sm;
   return info;
 }
 

@@ -23,6 +23,8 @@ std::vector<uint8_t> ModuleDescription::Encode() const {
     w.Put(k.local_bytes);
     w.Put(k.num_regs);
     w.Put(k.max_threads_per_block);
+    w.Put(k.ptx_version);
+    w.Put(k.binary_version);
   }
   w.Put(static_cast<uint32_t>(globals.size()));
   for (const auto& g : globals) {
@@ -49,7 +51,8 @@ bool ModuleDescription::Decode(std::span<const uint8_t> bytes) {
       if (!r.Get(&k.param_offsets[i]) || !r.Get(&k.param_sizes[i])) return false;
     }
     if (!r.Get(&k.param_bytes) || !r.Get(&k.shared_bytes) || !r.Get(&k.local_bytes) ||
-        !r.Get(&k.num_regs) || !r.Get(&k.max_threads_per_block)) {
+        !r.Get(&k.num_regs) || !r.Get(&k.max_threads_per_block) || !r.Get(&k.ptx_version) ||
+        !r.Get(&k.binary_version)) {
       return false;
     }
   }

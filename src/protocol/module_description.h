@@ -27,6 +27,11 @@ struct KernelDescription {
   uint32_t local_bytes = 0;
   uint32_t num_regs = 0;
   uint32_t max_threads_per_block = 0;
+  // CU_FUNC_ATTRIBUTE_PTX_VERSION and BINARY_VERSION (major * 10 + minor; 0: unknown). Libraries
+  // such as CUB choose their host-side tuning by the PTX version of the code that runs, which
+  // must match the tuning the device code was compiled with.
+  uint32_t ptx_version = 0;
+  uint32_t binary_version = 0;
 };
 
 struct GlobalDescription {

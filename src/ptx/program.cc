@@ -154,6 +154,7 @@ Status BuildKernel(const ast::Module& m, int fi, ProgramImpl& p) {
     if (st.kind == ast::Statement::Kind::kDecl && st.decl.space == ast::Space::kReg)
       regs += st.decl.is_range ? st.decl.range_count : 1;
   k.num_regs = std::min<uint32_t>(regs, 255);
+  k.target_sm = static_cast<uint32_t>(std::max(TargetSm(m.target), 0));
   p.kernel_of_function_[fi] = static_cast<int>(p.kernels_.size());
   p.kernels_.push_back(std::move(k));
   p.images_.push_back(std::move(img));

@@ -64,6 +64,7 @@ struct KernelInfo {
   uint32_t num_regs = 0;                  // registers declared (reported by cuFuncGetAttribute)
   uint32_t max_threads_per_block = 1024;  // from .maxntid / .reqntid when present
   Dim3 reqntid{0, 0, 0};                  // .reqntid when present (x == 0 otherwise)
+  uint32_t target_sm = 0;                 // the module's .target (sm_120: 120), 0 when unknown
 };
 
 struct GlobalInfo {

@@ -143,5 +143,20 @@ m_h = rng.integers(-50, 50, (33, 47)).astype(np.int64)
 n_h = rng.integers(-50, 50, (47, 29)).astype(np.int64)
 assert np.array_equal((cp.asarray(m_h) @ cp.asarray(n_h)).get(), m_h @ n_h)
 
+# Reductions through CUB (CuPy's accelerator): CUB's module needs packed 16-bit min/max and
+# half-precision set, and CuPy does not check that it loaded, so a refusal was a silent 0.
+from cupy._core import _accelerator  # noqa: E402
+
+saved = (_accelerator.get_routine_accelerators(), _accelerator.get_reduction_accelerators())
+_accelerator.set_routine_accelerators(["cub"])
+_accelerator.set_reduction_accelerators(["cub"])
+v_h = rng.standard_normal(5000)
+v = cp.asarray(v_h)
+close(v.sum(), v_h.sum())
+close(v.max(), v_h.max())
+close(cp.asarray(m_h).sum(axis=1), m_h.sum(axis=1))
+_accelerator.set_routine_accelerators(saved[0])
+_accelerator.set_reduction_accelerators(saved[1])
+
 cp.cuda.Device(0).synchronize()
-print("CuPy arrays, ufuncs, broadcasting, indexing and reductions: OK")
+print("CuPy arrays, ufuncs, broadcasting, indexing and reductions (also through CUB): OK")

@@ -25,8 +25,28 @@ __global__ void Dynamic(int* out, int n) {
   }
 }
 
+// The architecture the running code was compiled for, as the device code sees it.
+__global__ void Arch(int* out) {
+#ifdef __CUDA_ARCH__
+  out[0] = __CUDA_ARCH__;
+#endif
+}
+
 int main() {
   cudaFuncAttributes attributes;
+  // ptxVersion names the code that runs (CUB and Thrust choose their host-side tuning by it, and
+  // it must match the tuning compiled into the device code).
+  {
+    int* arch;
+    CHECK(cudaMalloc(&arch, sizeof(int)));
+    Arch<<<1, 1>>>(arch);
+    CHECK_LAUNCH();
+    int ran = 0;
+    CHECK(cudaMemcpy(&ran, arch, sizeof(int), cudaMemcpyDeviceToHost));
+    CHECK(cudaFuncGetAttributes(&attributes, Arch));
+    EXPECT_TRUE(ran > 0 && attributes.ptxVersion * 10 == ran);
+    CHECK(cudaFree(arch));
+  }
   CHECK(cudaFuncGetAttributes(&attributes, Bounded));
   EXPECT_TRUE(attributes.sharedSizeBytes == kStaticShared * sizeof(int));
   EXPECT_TRUE(attributes.maxThreadsPerBlock == 128);

@@ -46,6 +46,8 @@ void FillAttributes(const DriverApi& api, CUfunction function, KernelInfo* info)
   info->shared_bytes = get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
   info->local_bytes = get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
   info->max_threads_per_block = get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info->ptx_version = get(CU_FUNC_ATTRIBUTE_PTX_VERSION);
+  info->binary_version = get(CU_FUNC_ATTRIBUTE_BINARY_VERSION);
 }
 
 // The driver's own description; kNotSupported when it lacks the CUDA 12.4 calls.

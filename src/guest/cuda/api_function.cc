@@ -31,10 +31,17 @@ Code FuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunc_st* hfunc) {
     case CU_FUNC_ATTRIBUTE_NUM_REGS:
       *pi = static_cast<int>(k.num_regs);
       break;
-    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
-      *pi = 75;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:  // what the host loaded; else the device's own
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: {
+      const uint32_t known =
+          attrib == CU_FUNC_ATTRIBUTE_PTX_VERSION ? k.ptx_version : k.binary_version;
+      const Device* device = DriverState::Get().device(hfunc->module->ctx->device);
+      *pi = known != 0 || device == nullptr
+                ? static_cast<int>(known)
+                : device->info.attributes[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR] * 10 +
+                      device->info.attributes[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
       break;
+    }
     case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
       *pi = 0;
       break;
