@@ -46,9 +46,11 @@ class RangeMap {
   // The first of a run of adjacent ranges ([b0, b1), [b1, b2), ...) that together hold all of
   // [address, address + size), each neighbour pair accepted by `joined(const Value&, const
   // Value&)`; end() when there is none. One range holding it all is a run of one. For ranges
-  // that behave as one buffer when they touch (mappings of one reservation).
+  // that behave as one buffer when they touch (mappings of one reservation). `run_end`, when
+  // given, receives the end of the whole run (past the range asked for, as far as it goes).
   template <typename Joined>
-  const_iterator FindRun(uint64_t address, uint64_t size, Joined joined) const {
+  const_iterator FindRun(uint64_t address, uint64_t size, Joined joined,
+                         uint64_t* run_end = nullptr) const {
     if (size == 0) size = 1;
     if (address + size < address) return end();
     const_iterator first = Find(address);
@@ -62,6 +64,14 @@ class RangeMap {
       }
       covered += next->second.size;
       it = next;
+    }
+    if (run_end != nullptr) {
+      for (const_iterator next = std::next(it); next != end() && next->first == covered &&
+                                                joined(it->second.value, next->second.value);
+           it = next++) {
+        covered += next->second.size;
+      }
+      *run_end = covered;
     }
     return first;
   }

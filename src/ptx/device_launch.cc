@@ -37,30 +37,9 @@ constexpr int32_t kCudaErrorLaunchMaxDepthExceeded = 65;
 
 thread_local int g_depth = 0;
 
-// Arguments arrive in the caller's .param frame: a[k] holds each one's frame offset.
-uint8_t* FrameArg(Warp& w, int lane, uint32_t off, uint32_t size) {
-  const uint64_t fp = LoadReg<uint64_t>(w.regs, w.launch->image->sp.fp, lane);
-  return Resolve<MemSpace::kLocal>(w, lane, fp + off, size, true);
-}
-
-template <typename T>
-T ReadArg(Warp& w, int lane, uint32_t off) {
-  T v{};
-  if (const uint8_t* p = FrameArg(w, lane, off, sizeof(T))) std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-template <typename T>
-void WriteResult(const Inst& in, Warp& w, int lane, T v) {
-  if ((in.flags & 1) == 0) return;
-  if (uint8_t* p = FrameArg(w, lane, static_cast<uint32_t>(in.aux), sizeof(T))) {
-    std::memcpy(p, &v, sizeof(T));
-  }
-}
-
 Dim3 ReadDim3(Warp& w, int lane, uint32_t off) {
   uint32_t d[3] = {0, 0, 0};
-  if (const uint8_t* p = FrameArg(w, lane, off, sizeof(d))) std::memcpy(d, p, sizeof(d));
+  if (const uint8_t* p = FrameSlot(w, lane, off, sizeof(d))) std::memcpy(d, p, sizeof(d));
   return Dim3{d[0], d[1], d[2]};
 }
 
@@ -76,14 +55,14 @@ int KernelAt(const LaunchCtx& L, uint64_t func) {
 bool ExecGetParameterBuffer(const Inst& in, Warp& w, uint32_t m) {
   LaunchCtx& L = *w.launch;
   ForLanes(m, [&](int lane) {
-    const int kernel = KernelAt(L, ReadArg<uint64_t>(w, lane, in.a[0]));
+    const int kernel = KernelAt(L, ReadFrameArg<uint64_t>(w, lane, in.a[0]));
     uint64_t buffer = 0;
     if (kernel >= 0) {
       LaunchCtx::DeviceLaunch launch{};
       launch.kernel = kernel;
       launch.config.grid = ReadDim3(w, lane, in.a[1]);
       launch.config.block = ReadDim3(w, lane, in.a[2]);
-      launch.config.dynamic_shared_bytes = ReadArg<uint32_t>(w, lane, in.a[3]);
+      launch.config.dynamic_shared_bytes = ReadFrameArg<uint32_t>(w, lane, in.a[3]);
       const uint32_t bytes = L.program->kernels_[kernel].param_bytes;
       launch.size = std::max<uint32_t>(bytes, 1);
       std::lock_guard<std::mutex> lock(L.device_mu);
@@ -99,7 +78,7 @@ bool ExecGetParameterBuffer(const Inst& in, Warp& w, uint32_t m) {
         buffer = kLaunchBufferWindow + offset;
       }
     }
-    WriteResult<uint64_t>(in, w, lane, buffer);  // null: no room, as CUDA answers
+    WriteFrameResult<uint64_t>(in, w, lane, buffer);  // null: no room, as CUDA answers
   });
   return false;
 }
@@ -108,7 +87,7 @@ bool ExecGetParameterBuffer(const Inst& in, Warp& w, uint32_t m) {
 bool ExecLaunchDevice(const Inst& in, Warp& w, uint32_t m) {
   LaunchCtx& L = *w.launch;
   ForLanes(m, [&](int lane) {
-    const uint64_t buffer = ReadArg<uint64_t>(w, lane, in.a[0]);
+    const uint64_t buffer = ReadFrameArg<uint64_t>(w, lane, in.a[0]);
     int32_t result = kCudaErrorInvalidValue;
     if (L.device_depth + 1 > kMaxDepth) {
       result = kCudaErrorLaunchMaxDepthExceeded;  // as cudadevrt answers; nothing is launched
@@ -123,7 +102,7 @@ bool ExecLaunchDevice(const Inst& in, Warp& w, uint32_t m) {
         }
       }
     }
-    WriteResult<int32_t>(in, w, lane, result);
+    WriteFrameResult<int32_t>(in, w, lane, result);
   });
   return false;
 }
@@ -133,15 +112,15 @@ bool ExecLaunchDevice(const Inst& in, Warp& w, uint32_t m) {
 bool ExecStreamCreate(const Inst& in, Warp& w, uint32_t m) {
   static std::atomic<uint64_t> next{1};
   ForLanes(m, [&](int lane) {
-    const uint64_t where = ReadArg<uint64_t>(w, lane, in.a[0]);
+    const uint64_t where = ReadFrameArg<uint64_t>(w, lane, in.a[0]);
     const uint64_t handle = next.fetch_add(1, std::memory_order_relaxed) << 4;
     uint8_t* p = Resolve<MemSpace::kGeneric>(w, lane, where, 8, true);
     if (p == nullptr) {
-      WriteResult<int32_t>(in, w, lane, kCudaErrorInvalidValue);
+      WriteFrameResult<int32_t>(in, w, lane, kCudaErrorInvalidValue);
       return;
     }
     std::memcpy(p, &handle, 8);
-    WriteResult<int32_t>(in, w, lane, kCudaSuccess);
+    WriteFrameResult<int32_t>(in, w, lane, kCudaSuccess);
   });
   return false;
 }
@@ -150,7 +129,7 @@ bool ExecStreamCreate(const Inst& in, Warp& w, uint32_t m) {
 // errors of device launches surface as the launching grid's error (RunDeviceLaunches), so the
 // device-side last error stays cudaSuccess.
 bool ExecSucceed(const Inst& in, Warp& w, uint32_t m) {
-  ForLanes(m, [&](int lane) { WriteResult<int32_t>(in, w, lane, kCudaSuccess); });
+  ForLanes(m, [&](int lane) { WriteFrameResult<int32_t>(in, w, lane, kCudaSuccess); });
   return false;
 }
 
@@ -161,8 +140,8 @@ bool ExecSetConditional(const Inst& in, Warp& w, uint32_t m) {
   bool faulted = false;
   ForLanes(m, [&](int lane) {
     if (faulted) return;
-    const uint64_t handle = ReadArg<uint64_t>(w, lane, in.a[0]);
-    const uint32_t value = ReadArg<uint32_t>(w, lane, in.a[1]);
+    const uint64_t handle = ReadFrameArg<uint64_t>(w, lane, in.a[0]);
+    const uint32_t value = ReadFrameArg<uint32_t>(w, lane, in.a[1]);
     uint8_t* p = handle % 4 == 0 ? Resolve<MemSpace::kGlobal>(w, lane, handle, 4, true) : nullptr;
     if (p == nullptr) {
       w.Fault(Code::kIllegalAddress, in, lane,

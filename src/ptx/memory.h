@@ -82,6 +82,27 @@ const char* SpaceName(MemSpace s);
 void AddressFault(Warp& w, const Inst& in, int lane, uint64_t addr, uint32_t size, MemSpace s,
                   bool misaligned);
 
+// The engine's built-in external functions (printf, assert, the device runtime) take their
+// arguments from the caller's .param frame, one frame offset per argument (in.a[k]), and write
+// their result at frame offset in.aux when in.flags bit 0 is set (LowerCall, ops_control.cc).
+inline uint8_t* FrameSlot(Warp& w, int lane, uint32_t off, uint32_t size) {
+  const uint64_t fp = LoadReg<uint64_t>(w.regs, w.launch->image->sp.fp, lane);
+  return Resolve<MemSpace::kLocal>(w, lane, fp + off, size, true);
+}
+template <typename T>
+T ReadFrameArg(Warp& w, int lane, uint32_t off) {
+  T v{};
+  if (const uint8_t* p = FrameSlot(w, lane, off, sizeof(T))) std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <typename T>
+void WriteFrameResult(const Inst& in, Warp& w, int lane, T v) {
+  if ((in.flags & 1) == 0) return;
+  if (uint8_t* p = FrameSlot(w, lane, static_cast<uint32_t>(in.aux), sizeof(T))) {
+    std::memcpy(p, &v, sizeof(T));
+  }
+}
+
 // Reads a NUL-terminated string from a generic address (printf, assert). Stops at `max` bytes.
 bool ReadCString(Warp& w, int lane, uint64_t addr, std::string* out, size_t max = 4096);
 

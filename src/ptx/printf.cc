@@ -9,14 +9,6 @@
 namespace pvgpu::ptx {
 namespace {
 
-uint64_t FrameU64(Warp& w, int lane, uint32_t off) {
-  uint64_t fp = LoadReg<uint64_t>(w.regs, w.launch->image->sp.fp, lane);
-  uint64_t v = 0;
-  uint8_t* p = Resolve<MemSpace::kLocal>(w, lane, fp + off, 8, false);
-  if (p) std::memcpy(&v, p, 8);
-  return v;
-}
-
 void Emit(Warp& w, const std::string& text) {
   std::lock_guard<std::mutex> l(w.launch->print_mu);
   if (w.launch->env.print) {
@@ -141,20 +133,15 @@ bool Format(Warp& w, int lane, const std::string& fmt, uint64_t args, std::strin
 bool ExecBuiltinPrintf(const Inst& in, Warp& w, uint32_t m) {
   for (uint32_t t = m; t; t &= t - 1) {
     int i = __builtin_ctz(t);
-    uint64_t fmt_addr = FrameU64(w, i, in.a[0]);
-    uint64_t args = in.n > 1 ? FrameU64(w, i, in.a[1]) : 0;
+    uint64_t fmt_addr = ReadFrameArg<uint64_t>(w, i, in.a[0]);
+    uint64_t args = in.n > 1 ? ReadFrameArg<uint64_t>(w, i, in.a[1]) : 0;
     std::string fmt, out;
     if (!ReadCString(w, i, fmt_addr, &fmt) || !Format(w, i, fmt, args, &out)) {
       AddressFault(w, in, i, fmt_addr, 1, MemSpace::kGeneric, false);
       return true;
     }
     Emit(w, out);
-    if (in.flags & 1) {
-      uint64_t fp = LoadReg<uint64_t>(w.regs, w.launch->image->sp.fp, i);
-      uint8_t* p = Resolve<MemSpace::kLocal>(w, i, fp + in.aux, 4, true);
-      int32_t n = static_cast<int32_t>(out.size());
-      if (p) std::memcpy(p, &n, 4);
-    }
+    WriteFrameResult<int32_t>(in, w, i, static_cast<int32_t>(out.size()));
   }
   return false;
 }
@@ -165,10 +152,10 @@ bool ExecBuiltinAssert(const Inst& in, Warp& w, uint32_t m) {
   for (uint32_t t = m; t; t &= t - 1) {
     int i = __builtin_ctz(t);
     std::string msg, file, func;
-    ReadCString(w, i, FrameU64(w, i, in.a[0]), &msg);
-    ReadCString(w, i, FrameU64(w, i, in.a[1]), &file);
-    uint32_t line = static_cast<uint32_t>(FrameU64(w, i, in.a[2]));
-    ReadCString(w, i, FrameU64(w, i, in.a[3]), &func);
+    ReadCString(w, i, ReadFrameArg<uint64_t>(w, i, in.a[0]), &msg);
+    ReadCString(w, i, ReadFrameArg<uint64_t>(w, i, in.a[1]), &file);
+    uint32_t line = static_cast<uint32_t>(ReadFrameArg<uint64_t>(w, i, in.a[2]));
+    ReadCString(w, i, ReadFrameArg<uint64_t>(w, i, in.a[3]), &func);
     const Dim3& b = w.launch->config.block;
     uint32_t tid = w.warp_id * 32 + static_cast<uint32_t>(i);
     char buf[128];

@@ -248,16 +248,14 @@ bool DeviceMemory::Lookup(uint64_t address, uint64_t size, Range* out) {
   }
   // A range across accessible mappings of one reservation: adjacent in device addresses and so
   // in host memory (see Reserve), they are one buffer.
-  auto first = std::as_const(blocks_).FindRun(address, size, [](const Block& a, const Block& b) {
-    return a.reservation != 0 && a.reservation == b.reservation;
-  });
+  uint64_t end = 0;
+  auto first = std::as_const(blocks_).FindRun(
+      address, size,
+      [](const Block& a, const Block& b) {
+        return a.reservation != 0 && a.reservation == b.reservation;
+      },
+      &end);
   if (first == blocks_.end()) return false;
-  uint64_t end = first->first;
-  for (auto it = first; it != blocks_.end() && it->first == end &&
-                        it->second.value.reservation == first->second.value.reservation;
-       ++it) {
-    end += it->second.size;
-  }
   *out = Range{first->first, end - first->first, first->second.value.data};
   return true;
 }

@@ -302,6 +302,12 @@ Code FindTypedNode(CUgraphNode handle, CUgraphNodeType type, CUgraphNode_st** no
   return TypedNode(handle, type, node);
 }
 
+Code CheckMemOpNodeParams(const CUDA_BATCH_MEM_OP_NODE_PARAMS& params, CUctx_st** ctx) {
+  if (Code code = ContextOrCurrent(params.ctx, ctx); code != Code::kOk) return code;
+  if (params.flags != 0) return Code::kInvalidValue;
+  return CheckMemOps(*ctx, params.paramArray, params.count);
+}
+
 CUgraph_st* AddBody(CUgraphNode_st& node) {
   auto body = std::make_unique<CUgraph_st>();
   body->parent = &node;
@@ -940,9 +946,7 @@ Code GraphAddBatchMemOpNode(CUgraphNode* phGraphNode, CUgraph hGraph,
                             const CUDA_BATCH_MEM_OP_NODE_PARAMS* nodeParams) {
   const CUDA_BATCH_MEM_OP_NODE_PARAMS& p = *nodeParams;
   CUctx_st* ctx = nullptr;
-  if (Code code = ContextOrCurrent(p.ctx, &ctx); code != Code::kOk) return code;
-  if (p.flags != 0) return Code::kInvalidValue;
-  if (Code code = CheckMemOps(ctx, p.paramArray, p.count); code != Code::kOk) return code;
+  if (Code code = CheckMemOpNodeParams(p, &ctx); code != Code::kOk) return code;
   return Add(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
              [&](CUgraphNode_st& node) {
                node.ctx = ctx;
@@ -967,9 +971,7 @@ Code GraphBatchMemOpNodeGetParams(CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARA
 Code GraphBatchMemOpNodeSetParams(CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS* nodeParams) {
   const CUDA_BATCH_MEM_OP_NODE_PARAMS& p = *nodeParams;
   CUctx_st* ctx = nullptr;
-  if (Code code = ContextOrCurrent(p.ctx, &ctx); code != Code::kOk) return code;
-  if (p.flags != 0) return Code::kInvalidValue;
-  if (Code code = CheckMemOps(ctx, p.paramArray, p.count); code != Code::kOk) return code;
+  if (Code code = CheckMemOpNodeParams(p, &ctx); code != Code::kOk) return code;
   MutexLock lock(&GraphMutex());
   CUgraphNode_st* node = nullptr;
   if (Code code = TypedNode(hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, &node); code != Code::kOk) {

@@ -781,12 +781,7 @@ Code GraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                       const CUDA_BATCH_MEM_OP_NODE_PARAMS* nodeParams) {
   const CUDA_BATCH_MEM_OP_NODE_PARAMS& p = *nodeParams;
   CUctx_st* ctx = nullptr;
-  if (Code code = p.ctx != nullptr ? ResolveContext(p.ctx, &ctx) : CurrentLiveContext(&ctx);
-      code != Code::kOk) {
-    return code;
-  }
-  if (p.flags != 0) return Code::kInvalidValue;
-  if (Code code = CheckMemOps(ctx, p.paramArray, p.count); code != Code::kOk) return code;
+  if (Code code = CheckMemOpNodeParams(p, &ctx); code != Code::kOk) return code;
   return SetExecNode(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, [&](CUgraphNode_st& node) {
     if (ctx != node.ctx) return Code::kInvalidValue;  // an executable graph keeps its context
     node.memops.assign(p.paramArray, p.paramArray + p.count);
@@ -794,21 +789,26 @@ Code GraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
   });
 }
 
-// Kernel, memcpy and memset nodes of an executable graph may be disabled and enabled again.
+// Kernel, memcpy and memset nodes of an executable graph may be disabled and enabled again:
+// the executable graph's copy of such a node, or nullptr (GraphMutex held).
+static CUgraphNode_st* ToggleableNode(CUgraphExec hGraphExec, CUgraphNode hNode) {
+  CUgraphExec_st* exec = FindExec(hGraphExec);
+  if (exec == nullptr) return nullptr;
+  CUgraphNode_st* node = ExecNode(*exec->graph, hNode);
+  const bool toggleable = node != nullptr && (node->type == CU_GRAPH_NODE_TYPE_KERNEL ||
+                                              node->type == CU_GRAPH_NODE_TYPE_MEMCPY ||
+                                              node->type == CU_GRAPH_NODE_TYPE_MEMSET);
+  return toggleable ? node : nullptr;
+}
+
 Code GraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled) {
   MutexLock lock(&GraphMutex());
-  CUgraphExec_st* exec = FindExec(hGraphExec);
-  if (exec == nullptr) return Code::kInvalidValue;
-  CUgraphNode_st* node = ExecNode(*exec->graph, hNode);
-  if (node == nullptr || (node->type != CU_GRAPH_NODE_TYPE_KERNEL &&
-                          node->type != CU_GRAPH_NODE_TYPE_MEMCPY &&
-                          node->type != CU_GRAPH_NODE_TYPE_MEMSET)) {
-    return Code::kInvalidValue;
-  }
+  CUgraphNode_st* node = ToggleableNode(hGraphExec, hNode);
+  if (node == nullptr) return Code::kInvalidValue;
   const bool enabled = isEnabled != 0;
   if (node->enabled == enabled) return Code::kOk;
   node->enabled = enabled;
-  if (Code code = Build(exec, nullptr); code != Code::kOk) {
+  if (Code code = Build(FindExec(hGraphExec), nullptr); code != Code::kOk) {
     node->enabled = !enabled;  // Build leaves the executable graph as it was
     return code;
   }
@@ -817,14 +817,8 @@ Code GraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int
 
 Code GraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int* isEnabled) {
   MutexLock lock(&GraphMutex());
-  CUgraphExec_st* exec = FindExec(hGraphExec);
-  if (exec == nullptr) return Code::kInvalidValue;
-  const CUgraphNode_st* node = ExecNode(*exec->graph, hNode);
-  if (node == nullptr || (node->type != CU_GRAPH_NODE_TYPE_KERNEL &&
-                          node->type != CU_GRAPH_NODE_TYPE_MEMCPY &&
-                          node->type != CU_GRAPH_NODE_TYPE_MEMSET)) {
-    return Code::kInvalidValue;
-  }
+  const CUgraphNode_st* node = ToggleableNode(hGraphExec, hNode);
+  if (node == nullptr) return Code::kInvalidValue;
   *isEnabled = node->enabled ? 1 : 0;
   return Code::kOk;
 }

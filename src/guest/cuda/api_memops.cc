@@ -51,9 +51,27 @@ CUstreamBatchMemOpParams WaitOp(CUdeviceptr addr, uint64_t value, uint32_t width
   return op;
 }
 
+// The flags of a write and of a wait, as cuStreamWriteValue/WaitValue and batches check them.
+Code CheckWriteFlags(unsigned int flags) {
+  return (flags & ~CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0 ? Code::kInvalidValue
+                                                                  : Code::kOk;
+}
+
+Code CheckWaitFlags(unsigned int flags) {
+  if ((flags & kConditionMask) > CU_STREAM_WAIT_VALUE_NOR) return Code::kInvalidValue;
+  if ((flags & ~(kConditionMask | CU_STREAM_WAIT_VALUE_FLUSH)) != 0) return Code::kInvalidValue;
+  if ((flags & CU_STREAM_WAIT_VALUE_FLUSH) != 0) {
+    // No remote (RDMA) writer reaches pvgpu's device memory; the device says so
+    // (CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES is 0), and the flag is refused as there.
+    static OnceFlag once;
+    return static_cast<Code>(NotSupported("CU_STREAM_WAIT_VALUE_FLUSH", &once));
+  }
+  return Code::kOk;
+}
+
 Code WriteValue(const StreamRef& stream, CUdeviceptr addr, uint64_t value, uint32_t width,
                 unsigned int flags) {
-  if ((flags & ~CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0) return Code::kInvalidValue;
+  if (Code code = CheckWriteFlags(flags); code != Code::kOk) return code;
   if (addr % width != 0) return Code::kInvalidValue;
   if (auto captured = CaptureMemOps(stream, {WriteOp(addr, value, width, flags)})) {
     return *captured;
@@ -64,15 +82,8 @@ Code WriteValue(const StreamRef& stream, CUdeviceptr addr, uint64_t value, uint3
 
 Code WaitValue(const StreamRef& stream, CUdeviceptr addr, uint64_t value, uint32_t width,
                unsigned int flags) {
+  if (Code code = CheckWaitFlags(flags); code != Code::kOk) return code;
   const unsigned int condition = flags & kConditionMask;
-  if (condition > CU_STREAM_WAIT_VALUE_NOR) return Code::kInvalidValue;
-  if ((flags & ~(kConditionMask | CU_STREAM_WAIT_VALUE_FLUSH)) != 0) return Code::kInvalidValue;
-  if ((flags & CU_STREAM_WAIT_VALUE_FLUSH) != 0) {
-    // No remote (RDMA) writer reaches pvgpu's device memory; the device says so
-    // (CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES is 0), and the flag is refused as there.
-    static OnceFlag once;
-    return static_cast<Code>(NotSupported("CU_STREAM_WAIT_VALUE_FLUSH", &once));
-  }
   if (addr % width != 0) return Code::kInvalidValue;
   CUctx_st* owner = nullptr;
   if (Code code = OwnerOf(addr, width, &owner); code != Code::kOk) return code;
@@ -131,12 +142,10 @@ Code CheckMemOps(CUctx_st* ctx, const CUstreamBatchMemOpParams* ops, unsigned in
                             op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32) ? 4 : 8;
     const CUdeviceptr addr = wait ? op.waitValue.address : op.writeValue.address;
     const unsigned int flags = wait ? op.waitValue.flags : op.writeValue.flags;
-    if (addr % width != 0) return Code::kInvalidValue;
-    if (write && (flags & ~CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0) return Code::kInvalidValue;
-    if (wait && ((flags & kConditionMask) > CU_STREAM_WAIT_VALUE_NOR ||
-                 (flags & ~kConditionMask) != 0)) {
-      return Code::kInvalidValue;  // CU_STREAM_WAIT_VALUE_FLUSH included: no remote writers
+    if (Code code = wait ? CheckWaitFlags(flags) : CheckWriteFlags(flags); code != Code::kOk) {
+      return code;
     }
+    if (addr % width != 0) return Code::kInvalidValue;
     CUctx_st* owner = nullptr;
     if (Code code = OwnerOf(addr, width, &owner); code != Code::kOk) return code;
     if (owner != ctx) return Code::kInvalidValue;

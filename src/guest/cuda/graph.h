@@ -181,6 +181,9 @@ CUgraphNode_st* AddNode(CUgraph_st* graph, std::unique_ptr<CUgraphNode_st> node,
 // dependencies (INVALID_VALUE for an unknown graph or dependency). Takes GraphMutex.
 Code AddGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
                   CUgraphNodeType type, const std::function<Code(CUgraphNode_st&)>& fill);
+// A batch memory operation node's parameters, checked as cuGraphAddBatchMemOpNode checks them;
+// *ctx: their context (the given one, else the current one).
+Code CheckMemOpNodeParams(const CUDA_BATCH_MEM_OP_NODE_PARAMS& params, CUctx_st** ctx);
 // A new empty body graph of conditional node `node`, owned by it (GraphMutex held).
 CUgraph_st* AddBody(CUgraphNode_st& node);
 // cuGraphAddNode of a conditional node (api_graph_conditional.cc).
