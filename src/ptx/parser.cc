@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ptx/lexer.h"
+#include "ptx/references.h"
 
 namespace pvgpu::ptx {
 namespace {
@@ -657,6 +658,10 @@ bool ParseNumberLiteral(std::string_view s, ast::Operand::Kind* kind, uint64_t* 
 }
 
 StatusOr<ast::Module> ParseModule(std::string_view text) {
+  // Texture and surface references become objects first (references.h); the tree keeps no
+  // view into the text.
+  PVGPU_ASSIGN_OR_RETURN(std::optional<std::string> rewritten, RewriteReferences(text));
+  if (rewritten) text = *rewritten;
   PVGPU_ASSIGN_OR_RETURN(std::vector<Token> toks, Tokenize(text));
   Parser p(std::move(toks));
   return p.Run();

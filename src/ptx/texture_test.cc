@@ -205,18 +205,69 @@ TEST(TextureTest, ForgedHandlesAndMisalignedAccessesFault) {
   EXPECT_EQ(f.Run(10, out).code(), Code::kIllegalAddress);
 }
 
+// A separate sampler (the independent mode's .samplerref) is refused at load, by name.
 TEST(TextureTest, IndependentModeIsALoadError) {
   Fixture f;
   Status s = f.Load(R"(
 .global .texref t;
+.global .samplerref smp;
 .visible .entry k(.param .u64 obj, .param .u64 out) {
   .reg .f32 %f<8>;
   mov.f32 %f1, 0f00000000;
-  tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [t, {%f1, %f1}];
+  tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [t, smp, {%f1, %f1}];
   ret;
 }
 )");
   EXPECT_FALSE(s.ok());
+  EXPECT_NE(f.log.find(".samplerref"), std::string::npos) << f.log;
+}
+
+// A texture reference reads the object whose handle its variable holds (references.h): the
+// guest library writes it there; 0, unbound, faults like any handle naming no object.
+TEST(TextureTest, ReferenceReadsTheObjectItsVariableNames) {
+  Fixture f;
+  ASSERT_TRUE(f.Load(R"(
+.global .texref t;
+.visible .entry k(.param .u64 obj, .param .u64 out) {
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd2, [out];
+  mov.f32 %f1, 0f3FC00000;
+  mov.f32 %f7, 0f3F000000;
+  tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [t, {%f1, %f7}];
+  st.global.f32 [%rd2], %f2;
+  ret;
+}
+)").ok()) << f.log;
+  ASSERT_EQ(f.program->globals().size(), 1u);
+  EXPECT_EQ(f.program->globals()[0].name, "__pvgpu_texref_t");
+  EXPECT_EQ(f.program->globals()[0].size, 8u);
+  const float texels[4] = {1, 2, 3, 4};
+  f.AddTexture(42, texture::kFloat, 1, 4, 1, texels, false);
+  const uint64_t variable = f.mem.Alloc(8);
+  const uint64_t out = f.mem.Alloc(4);
+  const KernelInfo* k = f.program->FindKernel("k");
+  ASSERT_NE(k, nullptr);
+  std::vector<uint8_t> params(k->param_bytes);
+  std::memcpy(params.data() + k->params[1].offset, &out, 8);
+  const uint64_t addresses[] = {variable};
+  LaunchEnv env;
+  env.memory = &f.mem;
+  env.textures = &f.table;
+  env.global_addresses = addresses;
+  auto run = [&] {
+    return SharedExecutor().Launch(*f.program, *k, LaunchConfig{{1, 1, 1}, {1, 1, 1}, 0}, params,
+                                   env);
+  };
+  const uint64_t unbound = 0;
+  std::memcpy(f.mem.Host(variable), &unbound, 8);
+  EXPECT_EQ(run().code(), Code::kIllegalAddress);
+  const uint64_t bound = 42;
+  std::memcpy(f.mem.Host(variable), &bound, 8);
+  ASSERT_TRUE(run().ok());
+  float got = 0;
+  std::memcpy(&got, f.mem.Host(out), 4);
+  EXPECT_EQ(got, 2.0f);  // texel 1 of the row, point-sampled at x = 1.5
 }
 
 #ifdef PVGPU_PTX_CORPUS_DIR

@@ -1,13 +1,16 @@
-// Modules on the real driver: the guest's image goes to cuModuleLoadDataEx unchanged; the
+// Modules on the real driver: the guest's image goes to cuModuleLoadDataEx unchanged (unless
+// its PTX has texture or surface references, which go as objects: ptx/references.h); the
 // description the guest needs (kernel names and parameter layouts, global names) comes from
 // the driver where it can tell (cuFuncGetParamInfo, CUDA 12.4+), else from the image's PTX.
 #include <cstring>
+#include <deque>
 #include <limits>
 
 #include "adapters/cuda/cuda_context.h"
 #include "adapters/link_inputs.h"
 #include "common/log.h"
 #include "ptx/ptx.h"
+#include "ptx/references.h"
 
 namespace pvgpu::adapters::cuda {
 namespace {
@@ -183,14 +186,6 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
     std::memcpy(copy.data(), cubin.data(), cubin.size());
   }
 
-  JitLogs logs;
-  CUmodule handle = nullptr;
-  const CUresult loaded =
-      api.cuModuleLoadDataEx(&handle, copy.data(), JitLogs::kCount, logs.options, logs.values);
-  logs.CopyTo(error_log, info_log);
-  PVGPU_TRY(driver.Check(loaded, "cuModuleLoadDataEx"));
-  auto module = std::make_unique<CudaModule>(&context, handle);
-
   // PTX of the image, when it has any: the PTX itself, a fatbin's PTX for this GPU, or the PTX
   // of every input of a link image (when each has some); else the driver's description alone.
   const std::string_view bytes(reinterpret_cast<const char*>(image.bytes.data()),
@@ -204,6 +199,41 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
       sources = std::move(got).value();
     }
   }
+  // Texture and surface references are objects in pvgpu (ptx/references.h): the driver gets
+  // the rewritten PTX, not the image, whose machine code would read the driver's own unbound
+  // references.
+  std::deque<std::string> rewritten;
+  bool references = false;
+  for (const ptx::LinkSource& source : sources.sources) {
+    auto text = ptx::RewriteReferences(source.text);
+    references = references || (text.ok() && text->has_value());
+    rewritten.push_back(text.ok() && text->has_value() ? std::move(**text)
+                                                       : std::string(source.text));
+  }
+  if (references) {
+    std::vector<protocol::LinkInput> ptx_inputs;
+    for (size_t i = 0; i < rewritten.size(); ++i) {
+      ptx_inputs.push_back({protocol::LinkInputType::kPtx, sources.sources[i].name, rewritten[i]});
+    }
+    if (ptx_inputs.size() == 1) {
+      copy.assign(rewritten[0].size() / 8 + 1, 0);
+      std::memcpy(copy.data(), rewritten[0].data(), rewritten[0].size());
+    } else {
+      PVGPU_ASSIGN_OR_RETURN(std::vector<uint8_t> cubin,
+                             LinkWithDriver(driver, ptx_inputs, error_log, info_log));
+      copy.assign(cubin.size() / 8 + 1, 0);
+      std::memcpy(copy.data(), cubin.data(), cubin.size());
+    }
+  }
+
+  JitLogs logs;
+  CUmodule handle = nullptr;
+  const CUresult loaded =
+      api.cuModuleLoadDataEx(&handle, copy.data(), JitLogs::kCount, logs.options, logs.values);
+  logs.CopyTo(error_log, info_log);
+  PVGPU_TRY(driver.Check(loaded, "cuModuleLoadDataEx"));
+  auto module = std::make_unique<CudaModule>(&context, handle);
+
   std::shared_ptr<const ptx::Program> program;
   if (!sources.sources.empty()) {
     auto parsed = ptx::LoadLinkedProgram(sources.sources);

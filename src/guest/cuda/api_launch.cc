@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "guest/cuda/arrays.h"
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/graph.h"
 #include "guest/cuda/launch.h"
@@ -114,6 +115,8 @@ Code PackLaunch(CUfunc_st* f, unsigned int gridDimX, unsigned int gridDimY, unsi
   } else if (!k.param_sizes.empty()) {
     return Code::kInvalidValue;
   }
+  // The module's texture and surface references as the application set them last.
+  if (Code code = BindReferences(f->module); code != Code::kOk) return code;
   *packed = std::move(params);
   return Code::kOk;
 }

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "guest/cuda/arrays.h"
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/module_load.h"
 #include "guest/cuda/module_upload.h"
@@ -215,6 +216,7 @@ Code ModuleUnload(CUmod_st* hmod) {
   // Of two threads unloading it at once, one takes it from the store.
   Ref<CUmod_st> module = objects().modules.Take(hmod);
   if (module == nullptr) return Code::kInvalidHandle;
+  DropReferencesOf(module.get());
   Objects& objects = pvgpu::guest::objects();
   for (CUfunc_st& function : module->functions) objects.functions.Take(&function);
   for (const auto& g : module->description.globals) objects.device_memory.TakeBase(g.dptr);

@@ -116,8 +116,10 @@ Code Resource(CUctx_st* ctx, const CUDA_RESOURCE_DESC& r, protocol::TexObjectCre
   return Code::kInvalidValue;
 }
 
-Code Create(CUctx_st* ctx, bool surface, const CUDA_RESOURCE_DESC* resource,
-            const CUDA_TEXTURE_DESC* sampler, unsigned long long* out) {
+}  // namespace
+
+Code CreateTextureObject(CUctx_st* ctx, bool surface, const CUDA_RESOURCE_DESC* resource,
+                         const CUDA_TEXTURE_DESC* sampler, unsigned long long* out) {
   auto record = std::make_shared<TextureRecord>();
   record->surface = surface;
   record->resource = *resource;
@@ -156,13 +158,11 @@ Code Create(CUctx_st* ctx, bool surface, const CUDA_RESOURCE_DESC* resource,
   return Code::kOk;
 }
 
-Code Destroy(uint64_t value, bool surface) {
+Code DestroyTextureObject(uint64_t value, bool surface) {
   Ref<TextureRecord> record = Textures().Take(value, surface);
   if (record == nullptr) return Code::kInvalidHandle;
   return PostDestroy(*record);
 }
-
-}  // namespace
 
 namespace api {
 
@@ -173,10 +173,10 @@ Code TexObjectCreate(CUctx_st* ctx, CUtexObject* pTexObject, const CUDA_RESOURCE
     PVGPU_WARN("cuTexObjectCreate: resource views are not supported");
     return Code::kNotSupported;
   }
-  return Create(ctx, false, pResDesc, pTexDesc, pTexObject);
+  return CreateTextureObject(ctx, false, pResDesc, pTexDesc, pTexObject);
 }
 
-Code TexObjectDestroy(CUtexObject texObject) { return Destroy(texObject, false); }
+Code TexObjectDestroy(CUtexObject texObject) { return DestroyTextureObject(texObject, false); }
 
 Code TexObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc, CUtexObject texObject) {
   Ref<TextureRecord> record = Textures().Find(texObject, false);
@@ -202,10 +202,10 @@ Code TexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC* pResViewDesc, CUtexOb
 Code SurfObjectCreate(CUctx_st* ctx, CUsurfObject* pSurfObject,
                       const CUDA_RESOURCE_DESC* pResDesc) {
   if (pResDesc->resType != CU_RESOURCE_TYPE_ARRAY) return Code::kInvalidValue;
-  return Create(ctx, true, pResDesc, nullptr, pSurfObject);
+  return CreateTextureObject(ctx, true, pResDesc, nullptr, pSurfObject);
 }
 
-Code SurfObjectDestroy(CUsurfObject surfObject) { return Destroy(surfObject, true); }
+Code SurfObjectDestroy(CUsurfObject surfObject) { return DestroyTextureObject(surfObject, true); }
 
 Code SurfObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc, CUsurfObject surfObject) {
   Ref<TextureRecord> record = Textures().Find(surfObject, true);

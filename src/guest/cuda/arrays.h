@@ -62,4 +62,21 @@ struct ArrayRegion {
 Code ArrayRegionOf(const CUarray_st& array, size_t x_bytes, size_t y, size_t z, size_t width_bytes,
                    size_t height, size_t depth, ArrayRegion* region);
 
+// A texture (or surface) object in `ctx` over `resource`, as cuTexObjectCreate
+// (cuSurfObjectCreate, sampler null) makes it; *out is its CUtexObject (api_texture.cc).
+Code CreateTextureObject(CUctx_st* ctx, bool surface, const CUDA_RESOURCE_DESC* resource,
+                         const CUDA_TEXTURE_DESC* sampler, unsigned long long* out);
+// cuTexObjectDestroy / cuSurfObjectDestroy.
+Code DestroyTextureObject(uint64_t value, bool surface);
+
+// Texture and surface references (api_texref.cc). Before a launch of one of `module`'s
+// kernels: binds the references of the module that changed since its last launch (the first
+// error, say a binding the host refuses, is the launch's).
+Code BindReferences(CUmod_st* module);
+// Forgets the references of `module`, unloaded: their objects are destroyed while its context
+// lives.
+void DropReferencesOf(CUmod_st* module);
+// Forgets the references of the modules of `ctx`, destroyed (their objects went with it).
+void DropReferencesOfContext(CUctx_st* ctx);
+
 }  // namespace pvgpu::guest

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "guest/cuda/arrays.h"
 #include "guest/cuda/context_storage.h"
 #include "guest/cuda/host_func.h"
 #include "guest/cuda/managed.h"
@@ -49,6 +50,7 @@ namespace {
 void DropOwnedObjects(CUctx_st* ctx) {
   Objects& objects = pvgpu::guest::objects();
   auto owned = [ctx](const auto& object) { return object.ctx == ctx; };
+  DropReferencesOfContext(ctx);
   objects.functions.TakeIf([ctx](const CUfunc_st& f) { return f.module->ctx == ctx; });
   objects.modules.TakeIf(owned);
   objects.streams.TakeIf(owned);
