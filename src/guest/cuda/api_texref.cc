@@ -82,11 +82,14 @@ namespace {
 // while it is 0.
 std::atomic<int> changed_references{0};
 
-class ReferenceStore {
- public:
+// The live references, by handle; a module's are made on first use, under `creation`.
+struct ReferenceStore {
+  HandleStore<Reference> refs;
+  Mutex creation;
+
   // The module's reference `name` of that kind, made on first use; null when the module has
   // no such variable.
-  Reference* Get(CUmod_st* module, const std::string& name, bool surface) EXCLUDES(mutex_) {
+  Reference* Get(CUmod_st* module, const std::string& name, bool surface) EXCLUDES(creation) {
     const std::string variable_name =
         std::string(surface ? ptx::kSurfaceReferencePrefix : ptx::kTextureReferencePrefix) + name;
     const protocol::GlobalDescription* variable = nullptr;
@@ -94,10 +97,11 @@ class ReferenceStore {
       if (g.name == variable_name && g.size == 8) variable = &g;
     }
     if (variable == nullptr) return nullptr;
-    MutexLock lock(&mutex_);
-    for (const auto& [handle, ref] : refs_) {
-      if (ref->module == module && ref->surface == surface && ref->name == name) return ref.get();
-    }
+    MutexLock lock(&creation);
+    std::vector<Ref<Reference>> found = refs.Select([&](const Reference& ref) {
+      return ref.module == module && ref.surface == surface && ref.name == name;
+    });
+    if (!found.empty()) return found.front().get();
     Ref<Reference> ref = surface ? Ref<Reference>(std::make_shared<CUsurfref_st>())
                                  : Ref<Reference>(std::make_shared<CUtexref_st>());
     ref->surface = surface;
@@ -105,49 +109,14 @@ class ReferenceStore {
     ref->ctx = module->ctx;
     ref->name = name;
     ref->variable = variable->dptr;
-    Reference* handle = ref.get();
-    refs_[handle] = std::move(ref);
-    return handle;
-  }
-  Reference* Add(Ref<Reference> ref) EXCLUDES(mutex_) {
-    MutexLock lock(&mutex_);
-    Reference* handle = ref.get();
-    refs_[handle] = std::move(ref);
-    return handle;
-  }
-  Ref<Reference> Find(const void* handle, bool surface) const EXCLUDES(mutex_) {
-    MutexLock lock(&mutex_);
-    auto it = refs_.find(handle);
-    if (it == refs_.end() || it->second->surface != surface) return nullptr;
-    return it->second;
-  }
-  template <typename Pred>
-  std::vector<Ref<Reference>> Select(Pred pred) const EXCLUDES(mutex_) {
-    std::vector<Ref<Reference>> out;
-    MutexLock lock(&mutex_);
-    for (const auto& [handle, ref] : refs_) {
-      if (pred(*ref)) out.push_back(ref);
-    }
-    return out;
-  }
-  template <typename Pred>
-  std::vector<Ref<Reference>> TakeIf(Pred pred) EXCLUDES(mutex_) {
-    std::vector<Ref<Reference>> out;
-    MutexLock lock(&mutex_);
-    for (auto it = refs_.begin(); it != refs_.end();) {
-      if (pred(*it->second)) {
-        out.push_back(std::move(it->second));
-        it = refs_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    return out;
+    return refs.Add(std::move(ref));
   }
 
- private:
-  mutable Mutex mutex_;
-  std::unordered_map<const void*, Ref<Reference>> refs_ GUARDED_BY(mutex_);
+  // The reference behind `handle` if it is of that kind.
+  Ref<Reference> Find(const void* handle, bool surface) const {
+    Ref<Reference> ref = refs.Find(handle);
+    return ref != nullptr && ref->surface == surface ? ref : nullptr;
+  }
 };
 
 ReferenceStore& References() {
@@ -180,6 +149,23 @@ Code GetTexture(CUtexref handle, Get get) {
   if (ref == nullptr) return Code::kInvalidHandle;
   MutexLock lock(&ref->mutex);
   return get(static_cast<const ReferenceState&>(ref->state));
+}
+
+// One field of the state, set or read.
+template <typename V>
+Code WriteField(CUtexref handle, V ReferenceState::*field, V value) {
+  return SetTexture(handle, [&](ReferenceState& s) {
+    s.*field = value;
+    return Code::kOk;
+  });
+}
+
+template <typename T, typename V>
+Code ReadField(T* out, CUtexref handle, V ReferenceState::*field) {
+  return GetTexture(handle, [&](const ReferenceState& s) {
+    *out = static_cast<T>(s.*field);
+    return Code::kOk;
+  });
 }
 
 bool ValidAddressMode(CUaddress_mode mode) {
@@ -291,7 +277,7 @@ void Forget(const std::vector<Ref<Reference>>& refs, bool destroy_objects) {
 
 Code BindReferences(CUmod_st* module) {
   if (changed_references.load(std::memory_order_acquire) == 0) return Code::kOk;
-  const std::vector<Ref<Reference>> changed = References().Select(
+  const std::vector<Ref<Reference>> changed = References().refs.Select(
       [module](const Reference& ref) { return ref.module == module && ref.changed.load(); });
   for (const Ref<Reference>& ref : changed) {
     if (Code code = Bind(*ref); code != Code::kOk) return code;
@@ -300,12 +286,12 @@ Code BindReferences(CUmod_st* module) {
 }
 
 void DropReferencesOf(CUmod_st* module) {
-  Forget(References().TakeIf([module](const Reference& ref) { return ref.module == module; }),
+  Forget(References().refs.TakeIf([module](const Reference& ref) { return ref.module == module; }),
          true);
 }
 
 void DropReferencesOfContext(CUctx_st* ctx) {
-  Forget(References().TakeIf(
+  Forget(References().refs.TakeIf(
              [ctx](const Reference& ref) { return ref.module != nullptr && ref.ctx == ctx; }),
          false);
 }
@@ -329,7 +315,7 @@ Code ModuleGetSurfRef(CUsurfref* pSurfRef, CUmod_st* hmod, const char* name) {
 Code TexRefCreate(CUtexref* pTexRef) {
   auto ref = std::make_shared<CUtexref_st>();
   ref->name = "(cuTexRefCreate)";
-  *pTexRef = static_cast<CUtexref_st*>(References().Add(std::move(ref)));
+  *pTexRef = static_cast<CUtexref_st*>(References().refs.Add(std::move(ref)));
   return Code::kOk;
 }
 
@@ -337,7 +323,7 @@ Code TexRefDestroy(CUtexref hTexRef) {
   Ref<Reference> ref = References().Find(hTexRef, false);
   if (ref == nullptr) return Code::kInvalidHandle;
   if (ref->module != nullptr) return Code::kInvalidValue;  // its module's: unloaded with it
-  (void)References().TakeIf([&](const Reference& r) { return &r == ref.get(); });
+  (void)References().refs.Take(hTexRef);
   return Code::kOk;
 }
 
@@ -424,25 +410,16 @@ Code TexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am) {
 
 Code TexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm) {
   if (!ValidFilterMode(fm)) return Code::kInvalidValue;
-  return SetTexture(hTexRef, [&](ReferenceState& s) {
-    s.filter = fm;
-    return Code::kOk;
-  });
+  return WriteField(hTexRef, &ReferenceState::filter, fm);
 }
 
 Code TexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm) {
   if (!ValidFilterMode(fm)) return Code::kInvalidValue;
-  return SetTexture(hTexRef, [&](ReferenceState& s) {
-    s.mip_filter = fm;
-    return Code::kOk;
-  });
+  return WriteField(hTexRef, &ReferenceState::mip_filter, fm);
 }
 
 Code TexRefSetMipmapLevelBias(CUtexref hTexRef, float bias) {
-  return SetTexture(hTexRef, [&](ReferenceState& s) {
-    s.mip_bias = bias;
-    return Code::kOk;
-  });
+  return WriteField(hTexRef, &ReferenceState::mip_bias, bias);
 }
 
 Code TexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp,
@@ -455,10 +432,7 @@ Code TexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp,
 }
 
 Code TexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso) {
-  return SetTexture(hTexRef, [&](ReferenceState& s) {
-    s.max_anisotropy = maxAniso;
-    return Code::kOk;
-  });
+  return WriteField(hTexRef, &ReferenceState::max_anisotropy, maxAniso);
 }
 
 Code TexRefSetBorderColor(CUtexref hTexRef, float* pBorderColor) {
@@ -473,10 +447,7 @@ Code TexRefSetFlags(CUtexref hTexRef, unsigned int Flags) {
                                   CU_TRSF_SRGB | CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION |
                                   CU_TRSF_SEAMLESS_CUBEMAP;
   if ((Flags & ~kKnown) != 0) return Code::kInvalidValue;
-  return SetTexture(hTexRef, [&](ReferenceState& s) {
-    s.flags = Flags;
-    return Code::kOk;
-  });
+  return WriteField(hTexRef, &ReferenceState::flags, Flags);
 }
 
 Code TexRefGetAddress_v2(CUdeviceptr* pdptr, CUtexref hTexRef) {
@@ -514,10 +485,7 @@ Code TexRefGetAddressMode(CUaddress_mode* pam, CUtexref hTexRef, int dim) {
 }
 
 Code TexRefGetFilterMode(CUfilter_mode* pfm, CUtexref hTexRef) {
-  return GetTexture(hTexRef, [&](const ReferenceState& s) {
-    *pfm = s.filter;
-    return Code::kOk;
-  });
+  return ReadField(pfm, hTexRef, &ReferenceState::filter);
 }
 
 Code TexRefGetFormat(CUarray_format* pFormat, int* pNumChannels, CUtexref hTexRef) {
@@ -529,17 +497,11 @@ Code TexRefGetFormat(CUarray_format* pFormat, int* pNumChannels, CUtexref hTexRe
 }
 
 Code TexRefGetMipmapFilterMode(CUfilter_mode* pfm, CUtexref hTexRef) {
-  return GetTexture(hTexRef, [&](const ReferenceState& s) {
-    *pfm = s.mip_filter;
-    return Code::kOk;
-  });
+  return ReadField(pfm, hTexRef, &ReferenceState::mip_filter);
 }
 
 Code TexRefGetMipmapLevelBias(float* pbias, CUtexref hTexRef) {
-  return GetTexture(hTexRef, [&](const ReferenceState& s) {
-    *pbias = s.mip_bias;
-    return Code::kOk;
-  });
+  return ReadField(pbias, hTexRef, &ReferenceState::mip_bias);
 }
 
 Code TexRefGetMipmapLevelClamp(float* pminMipmapLevelClamp, float* pmaxMipmapLevelClamp,
@@ -552,10 +514,7 @@ Code TexRefGetMipmapLevelClamp(float* pminMipmapLevelClamp, float* pmaxMipmapLev
 }
 
 Code TexRefGetMaxAnisotropy(int* pmaxAniso, CUtexref hTexRef) {
-  return GetTexture(hTexRef, [&](const ReferenceState& s) {
-    *pmaxAniso = static_cast<int>(s.max_anisotropy);
-    return Code::kOk;
-  });
+  return ReadField(pmaxAniso, hTexRef, &ReferenceState::max_anisotropy);
 }
 
 Code TexRefGetBorderColor(float* pBorderColor, CUtexref hTexRef) {
@@ -566,10 +525,7 @@ Code TexRefGetBorderColor(float* pBorderColor, CUtexref hTexRef) {
 }
 
 Code TexRefGetFlags(unsigned int* pFlags, CUtexref hTexRef) {
-  return GetTexture(hTexRef, [&](const ReferenceState& s) {
-    *pFlags = s.flags;
-    return Code::kOk;
-  });
+  return ReadField(pFlags, hTexRef, &ReferenceState::flags);
 }
 
 Code SurfRefSetArray(CUsurfref hSurfRef, CUarray hArray, unsigned int Flags) {

@@ -49,6 +49,18 @@ class HandleStore {
     return object;
   }
 
+  // Every record `pred(const T&)` holds for, left in the store. `pred` runs with the store
+  // locked: it may read the record, nothing else.
+  template <typename Pred>
+  std::vector<Ref<T>> Select(Pred pred) const EXCLUDES(mutex_) {
+    std::vector<Ref<T>> selected;
+    MutexLock lock(&mutex_);
+    for (const auto& [handle, object] : objects_) {
+      if (pred(static_cast<const T&>(*object))) selected.push_back(object);
+    }
+    return selected;
+  }
+
   // Removes and returns every record `pred(const T&)` holds for. `pred` runs with the store
   // locked: it may read the record, nothing else.
   template <typename Pred>
