@@ -122,6 +122,13 @@ struct TextureSpec {
   uint64_t base = 0;  // device address every Level::offset counts from
   std::vector<Level> levels;  // at least one
   uint64_t layers = 1;        // layered geometries: layers (cubemaps: faces / 6)
+  // An array resource: the array's own descriptor, and which of its levels the object covers
+  // (every level of a mipmapped array, or level `array_level` alone). An adapter that keeps
+  // arrays of its own for the block at `base` (the cuda adapter's) makes them from these.
+  bool array = false;
+  ArrayShape array_shape;
+  bool array_all_levels = false;
+  uint32_t array_level = 0;
   // Sampling (texture objects).
   std::array<uint32_t, 3> address{kClamp, kClamp, kClamp};
   uint32_t filter = kPoint, mip_filter = kPoint;

@@ -71,6 +71,10 @@ Status ArrayResource(const ArrayState& array, bool all_levels, uint32_t level,
   spec->channels = layout.shape.channels;
   spec->element_bytes = layout.element_bytes;
   spec->base = array.base;
+  spec->array = true;
+  spec->array_shape = layout.shape;
+  spec->array_all_levels = all_levels;
+  spec->array_level = all_levels ? 0 : level;
   if (all_levels) {
     spec->levels = layout.levels;
   } else {

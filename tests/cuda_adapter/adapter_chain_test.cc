@@ -1,6 +1,7 @@
 // The cuda adapter itself, in this process, over pvgpu's own libcuda.so.1 connected to a real
 // pvgpud (cpu adapter) started for the test: asynchronous submission, completion callbacks in
-// order, faults surfacing at Synchronize, module description from PTX, globals.
+// order, faults surfacing at Synchronize, module description from PTX, globals, the shadows of
+// array-backed texture and surface objects.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -189,6 +190,95 @@ TEST_F(CudaAdapterTest, FaultSurfacesAtSynchronize) {
   Status synced = ctx.Synchronize();
   EXPECT_TRUE(done);
   EXPECT_EQ(synced.code(), Code::kIllegalAddress) << synced.ToString();
+}
+
+// Adds one to each element of a 4 x 2 surface of u32 (x in bytes).
+constexpr char kSurfacePtx[] = R"(
+.version 7.5
+.target sm_75
+.address_size 64
+.visible .entry surface_add_one(.param .u64 surface) {
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [surface];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, %tid.y;
+  suld.b.2d.b32.trap {%r4}, [%rd1, {%r2, %r3}];
+  add.s32 %r5, %r4, 1;
+  sust.b.2d.b32.trap [%rd1, {%r2, %r3}], {%r5};
+  ret;
+}
+)";
+
+// An array-backed object reads the driver's shadow array: filled from the block before a
+// launch after the block changed, copied back after a launch while a surface lives, shared by
+// every object over the block and gone with the last.
+TEST_F(CudaAdapterTest, ArrayObjectsShadowTheirBlock) {
+  auto context = adapter().CreateContext();
+  ASSERT_TRUE(context.ok());
+  Context& ctx = **context;
+  std::string errors, infos;
+  auto module = ctx.LoadModule(ImageKind::kPtx,
+                               {reinterpret_cast<const uint8_t*>(kSurfacePtx), sizeof(kSurfacePtx)},
+                               &errors, &infos);
+  ASSERT_TRUE(module.ok()) << module.status().ToString() << " " << errors;
+
+  texture::ArrayShape shape;
+  shape.format = texture::kU32;
+  shape.channels = 1;
+  shape.width = 4;
+  shape.height = 2;
+  shape.flags = texture::kArraySurfaceLdst;
+  auto layout = texture::LayoutArray(shape);
+  ASSERT_TRUE(layout.ok());
+  auto block = ctx.Allocate(layout->bytes);
+  ASSERT_TRUE(block.ok());
+  const uint64_t used = ctx.used_bytes();
+  std::vector<uint32_t> values(8);
+  for (uint32_t i = 0; i < 8; ++i) values[i] = i;
+  ASSERT_TRUE(ctx.Write(*block, {reinterpret_cast<uint8_t*>(values.data()), 32}).ok());
+
+  texture::TextureSpec spec;
+  spec.surface = true;
+  spec.geometry = texture::Geometry::k2D;
+  spec.format = shape.format;
+  spec.channels = shape.channels;
+  spec.element_bytes = layout->element_bytes;
+  spec.base = *block;
+  spec.levels = layout->levels;
+  spec.array = true;
+  spec.array_shape = shape;
+  auto surface = ctx.CreateTexture(1, spec);
+  ASSERT_TRUE(surface.ok()) << surface.status().ToString();
+  EXPECT_EQ(ctx.used_bytes(), used + layout->bytes);
+  spec.surface = false;
+  auto texture = ctx.CreateTexture(2, spec);  // the same shadow
+  ASSERT_TRUE(texture.ok()) << texture.status().ToString();
+  EXPECT_EQ(ctx.used_bytes(), used + layout->bytes);
+
+  std::vector<uint8_t> params(8);
+  std::memcpy(params.data(), &*surface, 8);
+  LaunchConfig config;
+  config.block.x = 4;
+  config.block.y = 2;
+  std::vector<uint32_t> back(8);
+  ASSERT_TRUE(ctx.Launch(**module, 0, config, params, [](std::string_view) {}).ok());
+  ASSERT_TRUE(ctx.Read(*block, {reinterpret_cast<uint8_t*>(back.data()), 32}).ok());
+  for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(back[i], i + 1) << i;  // written back
+
+  for (uint32_t i = 0; i < 8; ++i) values[i] = 100 + i;
+  ASSERT_TRUE(ctx.Write(*block, {reinterpret_cast<uint8_t*>(values.data()), 32}).ok());
+  ASSERT_TRUE(ctx.Launch(**module, 0, config, params, [](std::string_view) {}).ok());
+  ASSERT_TRUE(ctx.Read(*block, {reinterpret_cast<uint8_t*>(back.data()), 32}).ok());
+  for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(back[i], 101 + i) << i;  // refreshed first
+  ASSERT_TRUE(ctx.Synchronize().ok());
+
+  ctx.DestroyTexture(1);
+  EXPECT_EQ(ctx.used_bytes(), used + layout->bytes);  // the texture still reads it
+  ctx.DestroyTexture(2);
+  EXPECT_EQ(ctx.used_bytes(), used);
+  EXPECT_TRUE(ctx.Free(*block).ok());
 }
 
 TEST_F(CudaAdapterTest, BadPtxFillsTheErrorLog) {

@@ -87,6 +87,9 @@ Status CudaContext::Free(uint64_t dptr) {
   auto it = allocations_.find(dptr);
   // Module globals belong to their module (unloaded with it), never to cuMemFree.
   if (it == allocations_.end()) return Error(Code::kInvalidValue, "not an allocation");
+  // An array block goes only after its last texture or surface object, except when the
+  // session tears the context down: its shadow goes with it then.
+  DropShadow(dptr);
   ScopedContext current(driver().api(), context_);
   PVGPU_TRY(driver().Check(driver().api().cuMemFree(dptr), "cuMemFree"));
   AddUsed(-static_cast<int64_t>(it->second));
@@ -96,6 +99,7 @@ Status CudaContext::Free(uint64_t dptr) {
 
 Status CudaContext::Write(uint64_t dst, std::span<const uint8_t> data) {
   if (data.empty()) return Status::Ok();
+  MarkWritten(dst, data.size());
   const DriverApi& api = driver().api();
   ScopedContext current(api, context_);
   void* staging = data.size() <= StagingPool::kBufferBytes ? staging_->Take() : nullptr;
@@ -142,6 +146,7 @@ Status CudaContext::WaitValue(uint64_t address, uint32_t width,
 
 Status CudaContext::Copy(uint64_t dst, uint64_t src, uint64_t size) {
   if (size == 0) return Status::Ok();
+  MarkWritten(dst, size);
   ScopedContext current(driver().api(), context_);
   return Submitted(driver().api().cuMemcpyDtoDAsync(dst, src, size, stream_), "cuMemcpyDtoDAsync");
 }
@@ -149,6 +154,7 @@ Status CudaContext::Copy(uint64_t dst, uint64_t src, uint64_t size) {
 Status CudaContext::Memset(uint64_t dst, uint64_t pitch, uint32_t value, uint32_t element_size,
                            uint64_t width, uint64_t height) {
   if (width == 0 || height == 0) return Status::Ok();
+  MarkWritten(dst, (height - 1) * pitch + width * element_size);
   const DriverApi& api = driver().api();
   ScopedContext current(api, context_);
   auto row = [&](uint64_t address) -> CUresult {
@@ -282,6 +288,9 @@ Status CudaContext::Launch(Module& module, uint32_t kernel, const LaunchConfig& 
                                           static_cast<int>(config.shared_bytes)),
         "cuFuncSetAttribute"));
   }
+  // Textures over arrays read the driver's shadow arrays: bring those the block changed under
+  // up to date first, in stream order before the kernel (cuda_texture.cc).
+  PVGPU_TRY(RefreshShadows());
   const bool track = adapter_->tracks_busy();
   if (track) adapter_->busy().KernelStarted();
   void** kernel_params = pointers.empty() ? nullptr : pointers.data();
@@ -305,6 +314,14 @@ Status CudaContext::Launch(Module& module, uint32_t kernel, const LaunchConfig& 
                                       config.grid.z, config.block.x, config.block.y, config.block.z,
                                       config.shared_bytes, stream_, kernel_params, nullptr),
         "cuLaunchKernel");
+  }
+  if (launched.ok()) {
+    // What the kernel may have written through surfaces, back into the blocks copies read, in
+    // stream order after it. The launch itself succeeded: a failed copy is the guest's error
+    // at its next synchronization.
+    if (Status back = WriteBackSurfaces(); !back.ok() && deferred_error_.ok()) {
+      deferred_error_ = back;
+    }
   }
   if (track) {
     CudaAdapter* adapter = adapter_;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "adapters/adapter.h"
 #include "adapters/cuda/completion_queue.h"
@@ -44,7 +45,8 @@ class CudaContext final : public Context {
   Status WaitValue(uint64_t address, uint32_t width,
                    FunctionRef<bool(uint64_t)> satisfied) override;
 
-  // Texture objects over linear and pitched memory (cuda_texture.cc, docs/textures.md).
+  // Texture and surface objects (cuda_texture.cc, docs/textures.md): over linear and pitched
+  // memory directly, over an array through the driver's own array that shadows its block.
   StatusOr<uint64_t> CreateTexture(uint64_t handle, const texture::TextureSpec& spec) override;
   void DestroyTexture(uint64_t handle) override;
   // Virtual memory management through the driver's own cuMem* calls (cuda_vmm.cc).
@@ -72,17 +74,51 @@ class CudaContext final : public Context {
   void WaitIdle();
 
  private:
+  // The driver's own array (or mipmapped array) for one pvgpu array block, which texture and
+  // surface objects over the array read; the block stays what copies see (cuda_texture.cc).
+  struct Shadow {
+    texture::ArrayLayout layout;
+    CUarray array = nullptr;               // a one-level array, or
+    CUmipmappedArray mipmapped = nullptr;  // a mipmapped one
+    std::vector<CUarray> levels;           // the driver's array of each level
+    std::vector<uint32_t> surfaces;        // live surface objects over each level
+    uint32_t objects = 0;                  // live texture and surface objects over it
+    bool dirty = true;                     // the block may differ from the driver's array
+  };
+  // A texture or surface object the driver made for a session handle.
+  struct DriverObject {
+    uint64_t value = 0;  // the CUtexObject or CUsurfObject
+    bool surface = false;
+    uint64_t shadow = 0;  // the block whose shadow it reads (0: over device memory)
+    uint32_t level = 0;   // the shadow's level a one-level object covers
+  };
+
   CudaContext(CudaAdapter* adapter, CUcontext context, CUstream stream);
   Status Submitted(CUresult result, const char* what);
+  // Shadows (cuda_texture.cc). The context is current in all of them.
+  StatusOr<Shadow*> AcquireShadow(const texture::TextureSpec& spec);
+  void ReleaseShadow(uint64_t base);
+  void DestroyObject(const DriverObject& object);
+  Status CopyShadowLevel(uint64_t base, const Shadow& shadow, size_t level, bool to_shadow);
+  // Marks the shadows of blocks that [dst, dst + size) overlaps as needing a refresh.
+  void MarkWritten(uint64_t dst, uint64_t size);
+  // Before a launch: every dirty shadow from its block. After one: every level a surface may
+  // have written back to its block. Both queued on the launch's stream.
+  Status RefreshShadows();
+  Status WriteBackSurfaces();
+  // Destroys the objects and the shadow of a block that is being freed (context teardown).
+  void DropShadow(uint64_t base);
 
   CudaAdapter* const adapter_;
   const CUcontext context_;
   const CUstream stream_;
   std::unique_ptr<CompletionQueue> completions_;
-  std::unique_ptr<StagingPool> staging_;      // its buffers come back through completions_
-  std::map<uint64_t, uint64_t> allocations_;  // dptr -> size, cuMemAlloc'd by this context
-  std::map<uint64_t, void*> host_mappings_;   // dptr -> registered host address
-  std::map<uint64_t, CUtexObject> textures_;  // session handle -> the driver's object
+  std::unique_ptr<StagingPool> staging_;       // its buffers come back through completions_
+  std::map<uint64_t, uint64_t> allocations_;   // dptr -> size, cuMemAlloc'd by this context
+  std::map<uint64_t, void*> host_mappings_;    // dptr -> registered host address
+  std::map<uint64_t, DriverObject> textures_;  // session handle -> the driver's object
+  std::map<uint64_t, Shadow> shadows_;         // array block base -> its shadow
+  uint32_t live_surfaces_ = 0;                 // surface objects over shadows
   std::atomic<uint64_t> used_{0};
   std::atomic<bool> cancelled_{false};
   Status deferred_error_;  // seen by WaitIdle, reported by the next Synchronize

@@ -85,6 +85,17 @@ namespace pvgpu::adapters::cuda {
     "cuLaunchCooperativeKernel")                                                     \
   X(cuTexObjectCreate, PFN_cuTexObjectCreate_v5000, 5000, "cuTexObjectCreate")       \
   X(cuTexObjectDestroy, PFN_cuTexObjectDestroy_v5000, 5000, "cuTexObjectDestroy") \
+  X(cuSurfObjectCreate, PFN_cuSurfObjectCreate_v5000, 5000, "cuSurfObjectCreate")    \
+  X(cuSurfObjectDestroy, PFN_cuSurfObjectDestroy_v5000, 5000, "cuSurfObjectDestroy") \
+  X(cuArray3DCreate, PFN_cuArray3DCreate_v3020, 3020, "cuArray3DCreate_v2")          \
+  X(cuArrayDestroy, PFN_cuArrayDestroy_v2000, 2000, "cuArrayDestroy")                \
+  X(cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, 5000,                  \
+    "cuMipmappedArrayCreate")                                                        \
+  X(cuMipmappedArrayGetLevel, PFN_cuMipmappedArrayGetLevel_v5000, 5000,              \
+    "cuMipmappedArrayGetLevel")                                                      \
+  X(cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000, 5000,                \
+    "cuMipmappedArrayDestroy")                                                       \
+  X(cuMemcpy3DAsync, PFN_cuMemcpy3DAsync_v3020, 3020, "cuMemcpy3DAsync_v2")          \
   X(cuMemGetAllocationGranularity, PFN_cuMemGetAllocationGranularity_v10020, 10020, \
     "cuMemGetAllocationGranularity")                                                \
   X(cuMemCreate, PFN_cuMemCreate_v10020, 10020, "cuMemCreate")                       \
