@@ -125,7 +125,7 @@ void StartBlock(LaunchCtx& L, uint64_t linear, Block& block, Scratch& s) {
       put(sp.lanemask_gt, i, i == 31 ? 0 : ~((2u << i) - 1));
       put(sp.lanemask_ge, i, ~((1u << i) - 1));
       put(sp.dynamic_smem, i, L.config.dynamic_shared_bytes);
-      put(sp.total_smem, i, L.shared_bytes);
+      put(sp.total_smem, i, L.user_shared_bytes);
       StoreReg<uint64_t>(w.regs, sp.gridid, i, 1);
     }
   }

@@ -59,6 +59,10 @@ namespace pvgpu::ptx {
 namespace {
 
 constexpr uint64_t kMaxLocalPerBlock = uint64_t{64} << 20;
+// The registers of a block's warps: a real GPU refuses a block whose threads need more
+// registers than a multiprocessor has (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); here the bound is
+// the memory one block may take.
+constexpr uint64_t kMaxRegistersPerBlock = uint64_t{256} << 20;
 // A block runs on its caller's thread only when its registers, local and shared memory fit in
 // this: the caller keeps its buffers for the thread's life (a session's), and a guest must not
 // make every session thread hold what only the shared workers hold otherwise.
@@ -391,6 +395,10 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
     return Error(Code::kInvalidValue, "shared memory per block exceeds the limit");
   if (uint64_t{img->local_bytes} * b.Count() > kMaxLocalPerBlock)
     return Error(Code::kLaunchOutOfResources, "local memory per block exceeds the limit");
+  if (uint64_t{img->reg_bytes} * ((b.Count() + 31) / 32) > kMaxRegistersPerBlock)
+    return Error(Code::kLaunchOutOfResources,
+                 "the registers of a block of " + std::to_string(b.Count()) + " threads of kernel " +
+                     kernel.name + " exceed the limit");
   if (params.size() < kernel.param_bytes)
     return Error(Code::kInvalidValue, "parameter buffer too small");
   LaunchCtx L;
@@ -403,12 +411,18 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   L.env = env;
   L.device_depth = DeviceLaunchDepth();
   L.shared_bytes = static_cast<uint32_t>((shared + 15) & ~uint64_t{15});
+  L.user_shared_bytes = L.shared_bytes;
+  if (!img->reserved_shared.empty()) L.shared_bytes += ReservedShared::kBytes;
   L.num_warps = static_cast<uint32_t>((b.Count() + 31) / 32);
   L.reg_template = img->reg_template;
   L.reg_template.resize(std::max<size_t>(L.reg_template.size(), img->reg_bytes));
   for (const auto& [index, reg] : img->envregs) {
     uint32_t* p = reinterpret_cast<uint32_t*>(L.reg_template.data() + reg);
     for (int i = 0; i < 32; ++i) p[i] = env.envreg[index];
+  }
+  for (const auto& [which, reg] : img->reserved_shared) {
+    uint32_t* p = reinterpret_cast<uint32_t*>(L.reg_template.data() + reg);
+    for (int i = 0; i < 32; ++i) p[i] = ReservedShared::Value(which, L.user_shared_bytes);
   }
   for (const LaunchConst& lc : img->launch_consts) {
     uint64_t v;

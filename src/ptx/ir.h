@@ -133,6 +133,31 @@ struct LaunchConst {
   int64_t addend = 0;
 };
 
+// The shared memory NVIDIA's system software reserves in every block on sm_80 and later, which
+// the %reserved_smem_offset_* registers describe and cooperative groups uses (for the barrier
+// of tiles larger than a warp). A kernel that names one of them gets kBytes more shared memory
+// per block, after its static and dynamic shared memory: [begin, end), cap bytes, with the two
+// internal locations in its two halves. Its contents start at zero, as all shared memory here.
+struct ReservedShared {
+  enum Which : uint8_t { kBegin, kEnd, kCap, kOffset0, kOffset1 };
+  static constexpr uint32_t kBytes = 1024;  // CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK
+  // The register's value for a region starting at `begin`.
+  static uint32_t Value(Which which, uint32_t begin) {
+    switch (which) {
+      case kBegin:
+      case kOffset0:
+        return begin;
+      case kEnd:
+        return begin + kBytes;
+      case kCap:
+        return kBytes;
+      case kOffset1:
+        return begin + kBytes / 2;
+    }
+    return begin;
+  }
+};
+
 // Special registers kept in fixed slots of every kernel image.
 struct SpecialSlots {
   uint32_t tid[3], ntid[3], ctaid[3], nctaid[3];
@@ -177,6 +202,8 @@ struct KernelImage {
   // %envregN the kernel reads: {N, register offset}, filled from LaunchEnv::envreg at launch.
   // Slots exist only for the registers a kernel names, so other kernels' files do not grow.
   std::vector<std::pair<uint32_t, uint32_t>> envregs;
+  // The %reserved_smem_offset_* registers the kernel reads, and their register offsets.
+  std::vector<std::pair<ReservedShared::Which, uint32_t>> reserved_shared;
   std::vector<uint8_t> reg_template;  // initial register file (constants filled in)
   uint32_t reg_bytes = 0;
   SpecialSlots sp{};

@@ -179,6 +179,7 @@ uint32_t LowerCtx::AllocReg(char cls) {
 uint32_t LowerCtx::Temp(char cls) { return AllocReg(cls); }
 
 void LowerCtx::DeclareEnvReg(const std::string& name) {
+  if (DeclareReservedShared(name)) return;
   constexpr std::string_view kPrefix = "%envreg";
   if (name.size() <= kPrefix.size() || name.size() > kPrefix.size() + 2 ||
       name.compare(0, kPrefix.size(), kPrefix) != 0 || module_syms_.count(name))
@@ -195,6 +196,33 @@ void LowerCtx::DeclareEnvReg(const std::string& name) {
   s.off = AllocReg('w');
   module_syms_[name] = s;
   img_.envregs.emplace_back(index, s.off);
+}
+
+// The registers that describe the shared memory NVIDIA's system software reserves in each block
+// (sm_80+; cooperative groups keeps barrier state there): declared, like %envregN, only for
+// kernels that name them, whose blocks then get the region (ReservedShared, ir.h).
+bool LowerCtx::DeclareReservedShared(const std::string& name) {
+  static const struct {
+    const char* name;
+    ReservedShared::Which which;
+  } kRegisters[] = {{"%reserved_smem_offset_begin", ReservedShared::kBegin},
+                    {"%reserved_smem_offset_end", ReservedShared::kEnd},
+                    {"%reserved_smem_offset_cap", ReservedShared::kCap},
+                    {"%reserved_smem_offset_0", ReservedShared::kOffset0},
+                    {"%reserved_smem_offset_1", ReservedShared::kOffset1}};
+  for (const auto& r : kRegisters) {
+    if (name != r.name) continue;
+    if (module_syms_.count(name)) return true;
+    Sym s;
+    s.kind = Sym::Kind::kReg;
+    s.cls = 'w';
+    s.ty = Ty::kB32;
+    s.off = AllocReg('w');
+    module_syms_[name] = s;
+    img_.reserved_shared.emplace_back(r.which, s.off);
+    return true;
+  }
+  return false;
 }
 
 uint32_t LowerCtx::Const(char cls, uint64_t bits) {

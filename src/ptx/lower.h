@@ -164,6 +164,7 @@ class LowerCtx {
   Status CheckRecursion();
   // Gives %envregN a register slot the first time the kernel names it.
   void DeclareEnvReg(const std::string& name);
+  bool DeclareReservedShared(const std::string& name);
   // Turns the current function's backward branches that close a loop containing a poll into
   // spinning branches (ExecBraSpin).
   void MarkSpinLoops();

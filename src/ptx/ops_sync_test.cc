@@ -110,6 +110,45 @@ TEST(WarpOpsTest, ClusterOfOneBlockForms) {
   EXPECT_NE(bad.status.message().find("rank 1"), std::string::npos) << bad.status.ToString();
 }
 
+// The shared memory reserved for system software (%reserved_smem_offset_*): 1 KiB after the
+// block's static and dynamic shared memory, for kernels that name it, zeroed and usable (as
+// cooperative groups uses it, with atomics); one byte past it faults.
+TEST(WarpOpsTest, ReservedSharedMemoryFollowsTheKernels) {
+  const std::string prelude = ".shared .align 4 .b8 user[100];\n";
+  const std::string body = R"(
+  mov.u32 %r1, %reserved_smem_offset_begin; st.global.u32 [%rd0], %r1;
+  mov.u32 %r1, %reserved_smem_offset_end;   st.global.u32 [%rd0+4], %r1;
+  mov.u32 %r1, %reserved_smem_offset_cap;   st.global.u32 [%rd0+8], %r1;
+  mov.u32 %r1, %reserved_smem_offset_0;     st.global.u32 [%rd0+12], %r1;
+  mov.u32 %r2, %reserved_smem_offset_1;     st.global.u32 [%rd0+16], %r2;
+  mov.u32 %r1, %total_smem_size;            st.global.u32 [%rd0+20], %r1;
+  cvt.u64.u32 %rd2, %r2;
+  cvta.shared.u64 %rd3, %rd2;
+  red.or.release.cta.b32 [%rd3+4], 5;
+  ld.shared.u32 %r3, [%r2+4];                st.global.u32 [%rd0+24], %r3;
+  mov.u32 %r4, %reserved_smem_offset_end;
+  ld.shared.u32 %r5, [%r4+-4];               st.global.u32 [%rd0+28], %r5;
+  mov.u32 %r6, user;                         st.global.u32 [%rd0+32], %r6;
+  )";
+  auto r = RunSnippet(body, {}, 9, 1, prelude, /*dynamic_shared=*/28);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  // 100 static bytes (112 with the layout's 16-byte alignment) and 28 dynamic ones: 144.
+  EXPECT_EQ(r.out, (std::vector<uint32_t>{144, 1168, 1024, 144, 656, 144, 5, 0, 0}));
+  auto past = RunSnippet(
+      "  mov.u32 %r1, %reserved_smem_offset_end;\n  ld.shared.u32 %r2, [%r1];\n"
+      "  st.global.u32 [%rd0], %r2;\n",
+      {}, 1, 1, prelude, 28);
+  EXPECT_EQ(past.status.code(), Code::kIllegalAddress) << past.status.ToString();
+  // A kernel that does not name the registers keeps its shared memory as it was (28 dynamic
+  // bytes, `user` unused): one byte past it faults.
+  auto plain = RunSnippet(
+      "  mov.u32 %r1, %total_smem_size;\n  st.global.u32 [%rd0], %r1;\n"
+      "  ld.shared.u32 %r2, [32];\n",
+      {}, 1, 1, prelude, 28);
+  EXPECT_EQ(plain.status.code(), Code::kIllegalAddress) << plain.status.ToString();
+  EXPECT_EQ(plain.out[0], 32u);
+}
+
 // cudaGraphSetConditional (conditional graph nodes): a store of the value at the handle, which
 // is the address of the node's value; anything else faults.
 TEST(WarpOpsTest, GraphSetConditionalStoresAtTheHandle) {

@@ -24,7 +24,8 @@ struct LaunchCtx {
   std::vector<uint8_t> params;
   LaunchEnv env;
   std::vector<uint8_t> reg_template;  // image template with launch constants applied
-  uint32_t shared_bytes = 0;          // static (aligned) + dynamic
+  uint32_t shared_bytes = 0;          // static (aligned) + dynamic (+ ReservedShared::kBytes)
+  uint32_t user_shared_bytes = 0;     // static (aligned) + dynamic: %total_smem_size
   uint32_t num_warps = 0;             // per block
   std::atomic<bool> failed{false};
   std::mutex mu;

@@ -4,9 +4,9 @@ type conversion and reductions, each checked against NumPy.
 CuPy compiles every kernel at run time with NVRTC. By default it asks NVRTC for a cubin (machine
 code for one GPU), which the cpu adapter cannot run; CUPY_COMPILE_WITH_PTX=1 makes it ask for
 PTX (`-arch=compute_XY` instead of `-arch=sm_XY`). CuPy also routes reductions and scans through
-CUB kernels that ship precompiled in its wheel (the "cub" accelerator, on by default), which the
-cpu adapter cannot load either (docs/python-clients.md); CUPY_ACCELERATORS="" keeps every
-kernel in CuPy's own NVRTC-compiled code. Both are set here before CuPy is imported.
+CUB kernels that ship precompiled in its wheel (the "cub" accelerator, on by default);
+CUPY_ACCELERATORS="" keeps the first checks in CuPy's own NVRTC-compiled code, and the last ones
+switch CUB on (docs/python-clients.md). Both are set here before CuPy is imported.
 """
 import os
 
