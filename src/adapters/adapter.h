@@ -110,6 +110,11 @@ class PhysicalMemory {
  public:
   virtual ~PhysicalMemory() = default;
   virtual uint64_t size() const = 0;
+  // A POSIX file descriptor for the memory (cuMemExportToShareableHandle), owned by the
+  // caller, which Context::ImportPhysical of this adapter takes back from any process.
+  virtual StatusOr<int> ExportFd() const {
+    return Error(Code::kNotSupported, "this adapter cannot export physical memory");
+  }
 };
 
 // One guest context on this adapter: its own address space and modules.
@@ -208,6 +213,13 @@ class Context {
   virtual StatusOr<std::unique_ptr<PhysicalMemory>> CreatePhysical(uint64_t size) {
     (void)size;
     return Error(Code::kNotSupported, "this adapter has no virtual memory management");
+  }
+  // Physical memory from a descriptor of PhysicalMemory::ExportFd, a guest's to check
+  // (cuMemImportFromShareableHandle): kInvalidValue for one that is not such memory; `fd` stays
+  // the caller's. The memory counts as this context's as long as it holds it.
+  virtual StatusOr<std::unique_ptr<PhysicalMemory>> ImportPhysical(int fd) {
+    (void)fd;
+    return Error(Code::kNotSupported, "this adapter cannot import physical memory");
   }
   // A range of `size` device addresses aligned to `alignment` (a power of two, at least the
   // granularity), backed by nothing.

@@ -219,6 +219,9 @@ class Session {
                   std::shared_ptr<PhysicalState>&);
   Outcome Execute(const protocol::VmmUnmapRequest&, Span, ContextState&, Reservation&);
   Outcome Execute(const protocol::VmmSetAccessRequest&, Span, ContextState&, Reservation&);
+  Outcome Execute(const protocol::VmmExportRequest&, Span, ContextState&,
+                  std::shared_ptr<PhysicalState>&);
+  Outcome Execute(const protocol::VmmImportRequest&, Span, ContextState&);
 
   // Stream-ordered memory, virtual memory, stream memory operations (docs/memory.md);
   // session_memops.cc.

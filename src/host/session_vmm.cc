@@ -7,6 +7,10 @@
 // to the context, so a guest can only ever map its own memory into its own reservations. An
 // accessible mapping becomes one of the context's allocations, tagged with its reservation, so
 // that copies and kernels may cross from one mapping into the next of the same reservation.
+// Physical memory leaves a session only as a POSIX file descriptor the guest asked for
+// (VmmExport), and enters one from a descriptor the adapter checks (VmmImport).
+#include <unistd.h>
+
 #include "common/log.h"
 #include "host/session.h"
 
@@ -22,6 +26,8 @@ constexpr uint32_t kAccessRead = 1;
 constexpr uint32_t kAccessReadWrite = 3;
 
 bool Multiple(uint64_t value, uint64_t granularity) { return value % granularity == 0; }
+
+constexpr int kFdTimeoutMs = 5000;  // for the descriptor that must precede VmmImport
 
 }  // namespace
 
@@ -76,6 +82,61 @@ Outcome Session::Execute(const VmmCreateRequest& request, Span, ContextState& ct
     return Code::kOutOfMemory;
   }
   return Code::kOk;
+}
+
+Outcome Session::Execute(const VmmExportRequest&, Span, ContextState&,
+                         std::shared_ptr<PhysicalState>& physical) {
+  StatusOr<int> fd = physical->impl->ExportFd();
+  if (!fd.ok()) {
+    PVGPU_DEBUG("session " << id_ << ": export refused: " << fd.status().message());
+    return fd.status().code();
+  }
+  // Before the reply, which tells the guest to take it; a channel without descriptor passing
+  // (a remote guest) sends nothing.
+  const Status sent = endpoint_->SendFd(*fd);
+  close(*fd);
+  if (!sent.ok()) {
+    PVGPU_DEBUG("session " << id_ << ": export not passed: " << sent.message());
+    return sent.code() == Code::kNotSupported ? Code::kNotSupported : Code::kDeviceUnavailable;
+  }
+  return Code::kOk;
+}
+
+Outcome Session::Execute(const VmmImportRequest& request, Span, ContextState& ctx) {
+  // The descriptor comes first, whatever the answer, so that the next one stays in step.
+  auto fd = endpoint_->ReceiveFd(kFdTimeoutMs);
+  if (!fd.ok()) return Violation("VmmImport without its descriptor: " + fd.status().message());
+  VmmImportReply reply;
+  reply.size = 0;
+  auto answer = [&](Code code) -> Outcome {
+    reply.result = static_cast<int32_t>(code);
+    SendReply(reply);
+    return code;
+  };
+  const int descriptor = *fd;
+  if (const Code fault = ctx.errors.sticky; fault != Code::kOk) {
+    close(descriptor);
+    return answer(fault);
+  }
+  if (ctx.impl->granularity() == 0 || ctx.physicals.budget().full()) {
+    close(descriptor);
+    return answer(ctx.impl->granularity() == 0 ? Code::kNotSupported : Code::kOutOfMemory);
+  }
+  auto memory = ctx.impl->ImportPhysical(descriptor);
+  close(descriptor);
+  if (!memory.ok()) {
+    PVGPU_DEBUG("session " << id_ << ": import refused: " << memory.status().message());
+    return answer(memory.status().code());
+  }
+  // Counted as the session's own from here: over its quota, it gives the memory back.
+  const uint64_t size = (*memory)->size();
+  if (!WithinQuota(0)) return answer(Code::kOutOfMemory);
+  auto physical = std::make_shared<PhysicalState>(std::move(*memory));
+  if (ctx.physicals.Add(request.physical, std::move(physical)) == nullptr) {
+    return answer(Code::kOutOfMemory);
+  }
+  reply.size = size;
+  return answer(Code::kOk);
 }
 
 Outcome Session::Execute(const VmmReleaseRequest& request, Span, ContextState& ctx,
@@ -146,23 +207,22 @@ Outcome Session::Execute(const VmmSetAccessRequest& request, Span, ContextState&
   if (!reservation.WholeMappings(request.address, request.size)) return Code::kInvalidValue;
   const bool accessible = request.flags == kAccessReadWrite;
   Code result = Code::kOk;
-  reservation.WholeMappings(request.address, request.size,
-                            [&](uint64_t address, uint64_t size, Reservation::Mapping& m) {
-                              if (result != Code::kOk || m.accessible == accessible) return;
-                              if (accessible &&
-                                  !ctx.AddAllocation(address, size, true, reservation.base)) {
-                                result = Code::kOutOfMemory;
-                                return;
-                              }
-                              Status set = ctx.impl->SetAccess(address, size, accessible);
-                              if (!set.ok()) {
-                                if (accessible) ctx.EraseAllocation(address);
-                                result = set.code();
-                                return;
-                              }
-                              if (!accessible) ctx.EraseAllocation(address);
-                              m.accessible = accessible;
-                            });
+  reservation.WholeMappings(
+      request.address, request.size, [&](uint64_t address, uint64_t size, Reservation::Mapping& m) {
+        if (result != Code::kOk || m.accessible == accessible) return;
+        if (accessible && !ctx.AddAllocation(address, size, true, reservation.base)) {
+          result = Code::kOutOfMemory;
+          return;
+        }
+        Status set = ctx.impl->SetAccess(address, size, accessible);
+        if (!set.ok()) {
+          if (accessible) ctx.EraseAllocation(address);
+          result = set.code();
+          return;
+        }
+        if (!accessible) ctx.EraseAllocation(address);
+        m.accessible = accessible;
+      });
   return result;
 }
 

@@ -48,10 +48,9 @@
 
 #include "common/cpus.h"
 #include "ptx/block_run.h"
-#include "ptx/handlers.h"
-#include "ptx/launch_flow.h"
 #include "ptx/cooperative_budget.h"
 #include "ptx/handlers.h"
+#include "ptx/launch_flow.h"
 #include "ptx/program.h"
 #include "ptx/warp.h"
 
@@ -131,7 +130,7 @@ struct RecentFlow {
 struct Executor::Impl {
   std::mutex mu;
   std::vector<RecentFlow> recent;  // flows that may launch again in a moment
-  std::vector<Job*> draining;       // jobs whose every block is taken, some still running
+  std::vector<Job*> draining;      // jobs whose every block is taken, some still running
   std::condition_variable work_cv, done_cv;
   std::deque<Job*> jobs;
   size_t rr = 0;
@@ -195,9 +194,8 @@ struct Executor::Impl {
         recent.erase(recent.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
-      const bool goes_first = r.high_priority != candidate.high_priority
-                                  ? r.high_priority
-                                  : r.vtime < candidate.vtime;
+      const bool goes_first =
+          r.high_priority != candidate.high_priority ? r.high_priority : r.vtime < candidate.vtime;
       if (r.flow != &candidate && goes_first) {
         waiting = true;
         wait_until = std::max(wait_until, r.until_ns);
@@ -284,8 +282,8 @@ struct Executor::Impl {
         if (!jobs.empty()) {
           ++idle;
           if (wait_until != 0) {
-            work_cv.wait_until(lock, std::chrono::steady_clock::time_point(
-                                         std::chrono::nanoseconds(wait_until)));
+            work_cv.wait_until(
+                lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(wait_until)));
           } else {
             work_cv.wait(lock);
           }
@@ -397,8 +395,8 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
     return Error(Code::kLaunchOutOfResources, "local memory per block exceeds the limit");
   if (uint64_t{img->reg_bytes} * ((b.Count() + 31) / 32) > kMaxRegistersPerBlock)
     return Error(Code::kLaunchOutOfResources,
-                 "the registers of a block of " + std::to_string(b.Count()) + " threads of kernel " +
-                     kernel.name + " exceed the limit");
+                 "the registers of a block of " + std::to_string(b.Count()) +
+                     " threads of kernel " + kernel.name + " exceed the limit");
   if (params.size() < kernel.param_bytes)
     return Error(Code::kInvalidValue, "parameter buffer too small");
   LaunchCtx L;
@@ -519,10 +517,10 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   if (!L.error.ok()) return L.error;
   if (env.cancel && env.cancel->load()) return Error(Code::kLaunchFailed, "launch cancelled");
   if (img->uses_device_launch) {  // the grids its threads launched (device_launch.cc)
-    return RunDeviceLaunches(L, [&](int child, const LaunchConfig& cfg,
-                                    std::span<const uint8_t> child_params) {
-      return Launch(program, prog->kernels_[child], cfg, child_params, env);
-    });
+    return RunDeviceLaunches(
+        L, [&](int child, const LaunchConfig& cfg, std::span<const uint8_t> child_params) {
+          return Launch(program, prog->kernels_[child], cfg, child_params, env);
+        });
   }
   return Status::Ok();
 }

@@ -181,14 +181,14 @@ struct TexOperands {
   uint8_t lod_mode = 0;  // tex::LodMode
   int8_t gather = -1;    // tld4's component
   uint8_t int_coords = 0;
-  uint8_t boundary = 0;  // tex::Boundary
-  uint8_t vec = 1;       // values moved
-  uint8_t bytes = 0;     // bytes per value (surfaces)
-  uint8_t formatted = 0; // .p
-  uint8_t op = 0;        // sured: 0 add, 1 min, 2 max, 3 and, 4 or
-  uint8_t is_signed = 0; // sured min/max
-  uint8_t dst64 = 0;     // results are 64-bit registers (suld .b64)
-  char query[24] = {};   // txq, suq
+  uint8_t boundary = 0;   // tex::Boundary
+  uint8_t vec = 1;        // values moved
+  uint8_t bytes = 0;      // bytes per value (surfaces)
+  uint8_t formatted = 0;  // .p
+  uint8_t op = 0;         // sured: 0 add, 1 min, 2 max, 3 and, 4 or
+  uint8_t is_signed = 0;  // sured min/max
+  uint8_t dst64 = 0;      // results are 64-bit registers (suld .b64)
+  char query[24] = {};    // txq, suq
 };
 
 // Everything needed to run one kernel: its code plus the .func bodies it can reach.
@@ -214,7 +214,7 @@ struct KernelImage {
   uint32_t shared_align = 16;
   bool uses_printf = false;
   bool uses_device_launch = false;  // calls the device runtime's launch (device_launch.cc)
-  std::vector<TexOperands> tex;  // texture and surface instructions' operands
+  std::vector<TexOperands> tex;     // texture and surface instructions' operands
   // Register offsets of instructions with more operands than an Inst holds (mma, wmma); the
   // Inst's aux is where its list starts (ops_mma.cc).
   std::vector<uint32_t> reg_lists;

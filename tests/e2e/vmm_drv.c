@@ -54,8 +54,11 @@ int main(void) {
   CHECK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   CHECK(cuMemGetAllocationGranularity(&recommended, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   EXPECT_TRUE(g > 0 && (g & (g - 1)) == 0 && recommended % g == 0);
+  /* POSIX file descriptors are the shareable handles pvgpu has (vmm_share_drv.c). */
   CUmemAllocationProp shareable = prop;
   shareable.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CHECK(cuMemGetAllocationGranularity(&g, &shareable, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  shareable.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
   EXPECT_RESULT(CUDA_ERROR_NOT_SUPPORTED,
                 cuMemGetAllocationGranularity(&g, &shareable, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   CUmemAllocationProp wrong = prop;

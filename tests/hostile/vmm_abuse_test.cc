@@ -35,8 +35,8 @@ int32_t Create(RawGuest& g, uint64_t handle, uint64_t size) {
   return g.Call(create);
 }
 
-int32_t Map(RawGuest& g, uint64_t reservation, uint64_t physical, uint64_t address,
-            uint64_t size, uint64_t offset) {
+int32_t Map(RawGuest& g, uint64_t reservation, uint64_t physical, uint64_t address, uint64_t size,
+            uint64_t offset) {
   VmmMapRequest map;
   map.ctx = kCtx;
   map.reservation = reservation;
@@ -56,8 +56,7 @@ int32_t Unmap(RawGuest& g, uint64_t reservation, uint64_t address, uint64_t size
   return g.Call(unmap);
 }
 
-int32_t Access(RawGuest& g, uint64_t reservation, uint64_t address, uint64_t size,
-               uint32_t flags) {
+int32_t Access(RawGuest& g, uint64_t reservation, uint64_t address, uint64_t size, uint32_t flags) {
   VmmSetAccessRequest access;
   access.ctx = kCtx;
   access.reservation = reservation;
@@ -89,21 +88,21 @@ TEST_F(ProtocolAbuseTest, VirtualMemoryRequestsNearUint64Max) {
   ASSERT_NE(base, 0u);
   ASSERT_EQ(Create(g, 11, 2 * kGranule), 0);
   EXPECT_EQ(Map(g, 10, 11, base, 0, 0), kInvalid);
-  EXPECT_EQ(Map(g, 10, 11, base + 4096, kGranule, 0), kInvalid);       // unaligned address
-  EXPECT_EQ(Map(g, 10, 11, base, kGranule, 4096), kInvalid);           // unaligned offset
-  EXPECT_EQ(Map(g, 10, 11, base, 3 * kGranule, 0), kInvalid);          // past the memory
-  EXPECT_EQ(Map(g, 10, 11, base, kGranule, 2 * kGranule), kInvalid);   // offset at its end
+  EXPECT_EQ(Map(g, 10, 11, base + 4096, kGranule, 0), kInvalid);      // unaligned address
+  EXPECT_EQ(Map(g, 10, 11, base, kGranule, 4096), kInvalid);          // unaligned offset
+  EXPECT_EQ(Map(g, 10, 11, base, 3 * kGranule, 0), kInvalid);         // past the memory
+  EXPECT_EQ(Map(g, 10, 11, base, kGranule, 2 * kGranule), kInvalid);  // offset at its end
   EXPECT_EQ(Map(g, 10, 11, base, kGranule, kMax - kGranule + 1), kInvalid);
   EXPECT_EQ(Map(g, 10, 11, base + 3 * kGranule, 2 * kGranule, 0), kInvalid);  // past the range
   EXPECT_EQ(Map(g, 10, 11, kMax - kGranule + 1, kGranule, 0), kInvalid);
-  EXPECT_EQ(Map(g, 10, 11, base - kGranule, kGranule, 0), kInvalid);   // before the range
+  EXPECT_EQ(Map(g, 10, 11, base - kGranule, kGranule, 0), kInvalid);  // before the range
   ASSERT_EQ(Map(g, 10, 11, base + kGranule, 2 * kGranule, 0), 0);
-  EXPECT_EQ(Map(g, 10, 11, base, 2 * kGranule, 0), kInvalid);          // overlaps it
+  EXPECT_EQ(Map(g, 10, 11, base, 2 * kGranule, 0), kInvalid);  // overlaps it
   EXPECT_EQ(Map(g, 10, 11, base + 2 * kGranule, kGranule, 0), kInvalid);
 
   // Access and unmapping name whole mappings.
   EXPECT_EQ(Access(g, 10, base, 4 * kGranule, 3), kInvalid);
-  EXPECT_EQ(Access(g, 10, base + kGranule, kGranule, 3), kInvalid);    // half the mapping
+  EXPECT_EQ(Access(g, 10, base + kGranule, kGranule, 3), kInvalid);  // half the mapping
   EXPECT_EQ(Access(g, 10, base + kGranule, 2 * kGranule, 7), kInvalid);
   EXPECT_EQ(Access(g, 10, base + kGranule, 2 * kGranule, 1),
             static_cast<int32_t>(Code::kNotSupported));
@@ -220,6 +219,82 @@ TEST_F(ProtocolAbuseTest, DyingGuestGivesMappedMemoryBack) {
   }  // the connection closes with everything mapped
   EXPECT_TRUE(Await([&] { return daemon_->AdapterMemoryUsed() == baseline; }))
       << daemon_->Status().dump(2);
+}
+
+// Import takes only memory sealed against shrinking, a whole number of granules: a guest's own
+// memfd that could shrink under kernels, or a pipe, is a CUDA error and the session goes on;
+// an imported memfd of its own is memory like any other, counted while it is held.
+TEST_F(ProtocolAbuseTest, ImportOfDescriptorsThatAreNoDeviceMemory) {
+  RawGuest g(daemon_->socket_path());
+  Open(g);
+  auto import = [&](int fd, uint64_t handle, uint64_t* size = nullptr) {
+    EXPECT_TRUE(g.endpoint().SendFd(fd).ok());
+    VmmImportRequest request;
+    request.ctx = kCtx;
+    request.physical = handle;
+    VmmImportReply reply;
+    const int32_t result = g.Call(request, {}, &reply);
+    if (size != nullptr) *size = reply.size;
+    return result;
+  };
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  EXPECT_EQ(import(pipe_fds[0], 1), kInvalid);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  const int unsealed = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(unsealed, kGranule), 0);
+  EXPECT_EQ(import(unsealed, 2), kInvalid);
+  ASSERT_EQ(fcntl(unsealed, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  const uint64_t baseline = daemon_->AdapterMemoryUsed();
+  uint64_t size = 0;
+  EXPECT_EQ(import(unsealed, 3, &size), 0);
+  EXPECT_EQ(size, kGranule);
+  EXPECT_EQ(daemon_->AdapterMemoryUsed(), baseline + kGranule);
+  const int odd = memfd_create("odd", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(odd, kGranule + 4096), 0);
+  ASSERT_EQ(fcntl(odd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  EXPECT_EQ(import(odd, 4), kInvalid);
+  close(odd);
+  // Mapped and written by a copy: the guest sees the bytes in its own memfd.
+  const uint64_t base = Reserve(g, 5, kGranule);
+  ASSERT_NE(base, 0u);
+  ASSERT_EQ(Map(g, 5, 3, base, kGranule, 0), 0);
+  ASSERT_EQ(Access(g, 5, base, kGranule, 3), 0);
+  MemsetRequest memset_request;
+  memset_request.ctx = kCtx;
+  memset_request.dst = base;
+  memset_request.pitch = 4096;
+  memset_request.value = 0xAB;
+  memset_request.element_size = 1;
+  memset_request.width = 4096;
+  memset_request.height = 1;
+  g.Send(memset_request);
+  EXPECT_EQ(g.Call(HostStatusRequest{}), 0);  // after the memset
+  uint8_t byte = 0;
+  ASSERT_EQ(pread(unsealed, &byte, 1, 100), 1);
+  EXPECT_EQ(byte, 0xAB);
+  close(unsealed);
+}
+
+TEST_F(ProtocolAbuseTest, ImportWithoutItsDescriptor) {
+  ExpectFatal("VmmImport without its descriptor", [](RawGuest& g) {
+    Open(g);
+    VmmImportRequest request;
+    request.ctx = kCtx;
+    request.physical = 1;
+    g.Send(request);
+  });
+}
+
+TEST_F(ProtocolAbuseTest, ExportOfAnUnknownPhysicalHandle) {
+  ExpectFatal("VmmExport: unknown physical handle 9", [](RawGuest& g) {
+    Open(g);
+    VmmExportRequest request;
+    request.ctx = kCtx;
+    request.physical = 9;
+    g.Send(request);
+  });
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "adapters/cpu/cpu_adapter.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,6 +95,11 @@ class CpuPhysical final : public PhysicalMemory {
   CpuPhysical(const CpuPhysical&) = delete;
   CpuPhysical& operator=(const CpuPhysical&) = delete;
   uint64_t size() const override { return size_; }
+  StatusOr<int> ExportFd() const override {
+    const int copy = fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) return Error(Code::kOutOfMemory, std::string("dup: ") + strerror(errno));
+    return copy;
+  }
   int fd() const { return fd_; }
 
  private:
@@ -290,16 +297,36 @@ class CpuContext final : public Context {
   }
 
   uint64_t granularity() const override { return kVmmGranularity; }
+  // A memfd sealed at its size: a process it is exported to can map it, write it or punch
+  // holes in it, never shrink it under the kernels that use it.
   StatusOr<std::unique_ptr<PhysicalMemory>> CreatePhysical(uint64_t size) override {
-    const int fd = memfd_create("pvgpu-physical", MFD_CLOEXEC);
+    const int fd = memfd_create("pvgpu-physical", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return Error(Code::kOutOfMemory, std::string("memfd_create: ") + strerror(errno));
-    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
       const int error = errno;
       close(fd);
       return Error(Code::kOutOfMemory, std::string("sizing physical memory: ") + strerror(error));
     }
     return std::unique_ptr<PhysicalMemory>(
         std::make_unique<CpuPhysical>(fd, size, &memory_, adapter_));
+  }
+  // Any memfd sealed against shrinking, of a whole number of granules, serves: this process's
+  // exports, another pvgpud's on the same machine, or a guest's own.
+  StatusOr<std::unique_ptr<PhysicalMemory>> ImportPhysical(int fd) override {
+    const int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+      return Error(Code::kInvalidValue, "the descriptor is not a memfd sealed against shrinking");
+    }
+    struct stat st;  // after the seal: the size cannot go down any more
+    if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size % kVmmGranularity != 0) {
+      return Error(Code::kInvalidValue, "the memory is not a whole number of granules");
+    }
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) return Error(Code::kOutOfMemory, std::string("dup: ") + strerror(errno));
+    return std::unique_ptr<PhysicalMemory>(
+        std::make_unique<CpuPhysical>(copy, size, &memory_, adapter_));
   }
   StatusOr<uint64_t> ReserveAddress(uint64_t size, uint64_t alignment) override {
     return memory_.Reserve(size, std::max(alignment, kVmmGranularity));
@@ -353,7 +380,7 @@ class CpuContext final : public Context {
   ptx::Executor* executor_;
   DeviceMemory memory_;
   std::atomic<bool> cancel_{false};
-  ShareFlow* flow_ = nullptr;  // the session's, set once before any launch
+  ShareFlow* flow_ = nullptr;       // the session's, set once before any launch
   texture::TextureTable textures_;  // this context's texture and surface objects
 };
 

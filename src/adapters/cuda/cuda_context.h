@@ -52,6 +52,7 @@ class CudaContext final : public Context {
   // Virtual memory management through the driver's own cuMem* calls (cuda_vmm.cc).
   uint64_t granularity() const override;
   StatusOr<std::unique_ptr<PhysicalMemory>> CreatePhysical(uint64_t size) override;
+  StatusOr<std::unique_ptr<PhysicalMemory>> ImportPhysical(int fd) override;
   StatusOr<uint64_t> ReserveAddress(uint64_t size, uint64_t alignment) override;
   Status FreeAddress(uint64_t base, uint64_t size) override;
   Status MapPhysical(uint64_t address, uint64_t size, PhysicalMemory& memory,

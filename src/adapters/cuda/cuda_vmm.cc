@@ -2,9 +2,11 @@
 // allocations and mappings (docs/memory.md). The session has checked every range against the
 // guest's reservations and mappings before these run, so the driver sees only requests that
 // name this context's own memory; its answers still come back as errors.
+#include <sys/stat.h>
+
+#include "adapters/cuda/completion_queue.h"
 #include "adapters/cuda/cuda_adapter.h"
 #include "adapters/cuda/cuda_context.h"
-#include "adapters/cuda/completion_queue.h"
 
 namespace pvgpu::adapters::cuda {
 namespace {
@@ -16,6 +18,8 @@ CUmemAllocationProp PinnedOn(CUdevice device) {
   prop.location.id = device;
   return prop;
 }
+
+constexpr auto kPosixFd = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 
 // A physical allocation of the driver; released when the session lets it go (the driver keeps
 // the memory while a mapping still uses it, as the session does).
@@ -32,6 +36,16 @@ class CudaPhysical final : public PhysicalMemory {
   CudaPhysical(const CudaPhysical&) = delete;
   CudaPhysical& operator=(const CudaPhysical&) = delete;
   uint64_t size() const override { return size_; }
+  StatusOr<int> ExportFd() const override {
+    const DriverApi& api = context_->driver().api();
+    if (api.cuMemExportToShareableHandle == nullptr) {
+      return Error(Code::kNotSupported, "the host driver cannot export memory");
+    }
+    int fd = -1;
+    PVGPU_TRY(context_->driver().Check(api.cuMemExportToShareableHandle(&fd, handle_, kPosixFd, 0),
+                                       "cuMemExportToShareableHandle"));
+    return fd;
+  }
   CUmemGenericAllocationHandle handle() const { return handle_; }
 
  private:
@@ -64,7 +78,38 @@ StatusOr<std::unique_ptr<PhysicalMemory>> CudaContext::CreatePhysical(uint64_t s
   ScopedContext current(api, context_);
   CUmemAllocationProp prop = PinnedOn(adapter_->device());
   CUmemGenericAllocationHandle handle = 0;
+  // Exportable, where the driver allows it, so that the guest may ask later.
+  if (api.cuMemExportToShareableHandle != nullptr) {
+    prop.requestedHandleTypes = kPosixFd;
+    if (api.cuMemCreate(&handle, size, &prop, 0) == CUDA_SUCCESS) {
+      return std::unique_ptr<PhysicalMemory>(std::make_unique<CudaPhysical>(this, handle, size));
+    }
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  }
   PVGPU_TRY(driver().Check(api.cuMemCreate(&handle, size, &prop, 0), "cuMemCreate"));
+  return std::unique_ptr<PhysicalMemory>(std::make_unique<CudaPhysical>(this, handle, size));
+}
+
+// The driver checks the descriptor; the size comes from the descriptor itself, which pvgpu's
+// own driver's (a memfd) tells and NVIDIA's does not: memory the session cannot size is refused.
+StatusOr<std::unique_ptr<PhysicalMemory>> CudaContext::ImportPhysical(int fd) {
+  const DriverApi& api = driver().api();
+  if (api.cuMemImportFromShareableHandle == nullptr || api.cuMemRelease == nullptr) {
+    return Error(Code::kNotSupported, "the host driver cannot import memory");
+  }
+  ScopedContext current(api, context_);
+  CUmemGenericAllocationHandle handle = 0;
+  PVGPU_TRY(
+      driver().Check(api.cuMemImportFromShareableHandle(
+                         &handle, reinterpret_cast<void*>(static_cast<intptr_t>(fd)), kPosixFd),
+                     "cuMemImportFromShareableHandle"));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    api.cuMemRelease(handle);
+    return Error(Code::kNotSupported,
+                 "the size of memory imported from this driver's descriptor is unknown");
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
   return std::unique_ptr<PhysicalMemory>(std::make_unique<CudaPhysical>(this, handle, size));
 }
 
@@ -73,8 +118,8 @@ StatusOr<uint64_t> CudaContext::ReserveAddress(uint64_t size, uint64_t alignment
   if (api.cuMemAddressReserve == nullptr || api.cuMemAddressFree == nullptr) return Missing();
   ScopedContext current(api, context_);
   CUdeviceptr base = 0;
-  PVGPU_TRY(driver().Check(api.cuMemAddressReserve(&base, size, alignment, 0, 0),
-                           "cuMemAddressReserve"));
+  PVGPU_TRY(
+      driver().Check(api.cuMemAddressReserve(&base, size, alignment, 0, 0), "cuMemAddressReserve"));
   return static_cast<uint64_t>(base);
 }
 

@@ -104,7 +104,11 @@ namespace pvgpu::adapters::cuda {
   X(cuMemAddressFree, PFN_cuMemAddressFree_v10020, 10020, "cuMemAddressFree")        \
   X(cuMemMap, PFN_cuMemMap_v10020, 10020, "cuMemMap")                                \
   X(cuMemUnmap, PFN_cuMemUnmap_v10020, 10020, "cuMemUnmap")                          \
-  X(cuMemSetAccess, PFN_cuMemSetAccess_v10020, 10020, "cuMemSetAccess")
+  X(cuMemSetAccess, PFN_cuMemSetAccess_v10020, 10020, "cuMemSetAccess")             \
+  X(cuMemExportToShareableHandle, PFN_cuMemExportToShareableHandle_v10020, 10020,    \
+    "cuMemExportToShareableHandle")                                                  \
+  X(cuMemImportFromShareableHandle, PFN_cuMemImportFromShareableHandle_v10020, 10020, \
+    "cuMemImportFromShareableHandle")
 
 struct DriverApi {
 #define PVGPU_CUDA_MEMBER(name, type, version, symbol) type name = nullptr;

@@ -76,6 +76,11 @@ class Client {
   template <typename Request>
   Code CallWithFd(int fd, const Request& request, typename Request::Reply* reply)
       EXCLUDES(mutex_, fd_mutex_);
+  // A request whose success comes with a descriptor the host passed before its reply
+  // (VmmExport): *fd is the caller's.
+  template <typename Request>
+  Code CallReceivingFd(const Request& request, typename Request::Reply* reply, int* fd)
+      EXCLUDES(mutex_, fd_mutex_);
 
   // True once the host has finished every message up to `seq` (no message sent).
   bool Done(uint64_t seq) const;
@@ -89,6 +94,9 @@ class Client {
   std::optional<uint64_t> FaultCount() const;
   // The seq of the last message sent.
   uint64_t last_seq() const { return last_seq_.load(std::memory_order_acquire); }
+
+  // How long a descriptor the host passes before its reply may take to arrive.
+  static constexpr int kFdTimeoutMs = 5000;
 
   // Guest-chosen handles: unique for the life of the process (and so per session).
   static uint64_t NewHandle();
@@ -188,6 +196,16 @@ Code Client::CallWithFd(int fd, const Request& request, typename Request::Reply*
   MutexLock fd_lock(&fd_mutex_);
   if (Code code = PassFd(fd); code != Code::kOk) return code;
   return Call(request, {}, reply);
+}
+
+template <typename Request>
+Code Client::CallReceivingFd(const Request& request, typename Request::Reply* reply, int* fd) {
+  MutexLock fd_lock(&fd_mutex_);
+  if (Code code = Call(request, {}, reply); code != Code::kOk) return code;
+  auto received = endpoint_->ReceiveFd(kFdTimeoutMs);
+  if (!received.ok()) return Broken(received.status());
+  *fd = *received;
+  return Code::kOk;
 }
 
 template <typename Request>

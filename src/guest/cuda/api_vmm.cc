@@ -109,9 +109,10 @@ Code CheckProp(const CUmemAllocationProp& prop, const char* call) {
     return Code::kInvalidValue;
   }
   if (DriverState::Get().device(prop.location.id) == nullptr) return Code::kInvalidDevice;
-  if (prop.requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE) {
-    PVGPU_WARN(call << ": shareable handles (requestedHandleTypes "
-                    << prop.requestedHandleTypes << ") are not supported by pvgpu");
+  // POSIX file descriptors are what pvgpu exports (cuMemExportToShareableHandle).
+  if ((prop.requestedHandleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0) {
+    PVGPU_WARN(call << ": shareable handles of type " << prop.requestedHandleTypes
+                    << " are not supported by pvgpu (POSIX file descriptors are)");
     return Code::kNotSupported;
   }
   return Code::kOk;
@@ -226,8 +227,9 @@ Code MemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationH
   CUctx_st* ctx = reservation.value.ctx;
   if (physical.ctx != ctx) {
     registry.Unref(handle);
-    PVGPU_WARN("cuMemMap: memory created in one context mapped into a reservation of another "
-               "is not supported by pvgpu");
+    PVGPU_WARN(
+        "cuMemMap: memory created in one context mapped into a reservation of another "
+        "is not supported by pvgpu");
     return Code::kNotSupported;
   }
   protocol::VmmMapRequest request;
@@ -325,6 +327,66 @@ Code MemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr)
     return Code::kInvalidValue;
   }
   *handle = piece->value.physical;
+  return Code::kOk;
+}
+
+// A POSIX file descriptor for physical memory made exportable as one, which any process may
+// import (the host passes it; remote hosts cannot).
+Code MemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHandle handle,
+                                CUmemAllocationHandleType handleType, unsigned long long flags) {
+  if (flags != 0) return Code::kInvalidValue;
+  std::optional<PhysicalRecord> physical = Registry::Get().Find(handle);
+  if (!physical.has_value()) return Code::kInvalidValue;
+  if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+    if (handleType == CU_MEM_HANDLE_TYPE_NONE) return Code::kInvalidValue;
+    PVGPU_WARN("cuMemExportToShareableHandle: handles of type "
+               << handleType << " are not supported by pvgpu (POSIX file descriptors are)");
+    return Code::kNotSupported;
+  }
+  // CUDA exports only the types asked for at creation.
+  if ((physical->prop.requestedHandleTypes & handleType) == 0) return Code::kInvalidValue;
+  CUctx_st* ctx = physical->ctx;
+  if (!LiveContext(ctx)) return Code::kContextIsDestroyed;
+  protocol::VmmExportRequest request;
+  request.ctx = ctx->handle;
+  request.physical = handle;
+  int fd = -1;
+  if (Code code = ctx->client->CallReceivingFd(request, nullptr, &fd); code != Code::kOk) {
+    if (code == Code::kNotSupported) {
+      PVGPU_WARN(
+          "cuMemExportToShareableHandle: this device cannot export memory (a remote "
+          "host, or an adapter without it)");
+    }
+    return code;
+  }
+  *static_cast<int*>(shareableHandle) = fd;
+  return Code::kOk;
+}
+
+// Physical memory of the current context from a POSIX file descriptor another process (or this
+// one) exported; the descriptor stays the caller's.
+Code MemImportFromShareableHandle(CUctx_st* ctx, CUmemGenericAllocationHandle* handle,
+                                  void* osHandle, CUmemAllocationHandleType shHandleType) {
+  if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+    if (shHandleType == CU_MEM_HANDLE_TYPE_NONE) return Code::kInvalidValue;
+    PVGPU_WARN("cuMemImportFromShareableHandle: handles of type "
+               << shHandleType << " are not supported by pvgpu (POSIX file descriptors are)");
+    return Code::kNotSupported;
+  }
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(osHandle));
+  if (fd < 0) return Code::kInvalidValue;
+  protocol::VmmImportRequest request;
+  request.ctx = ctx->handle;
+  request.physical = NextObjectId();
+  protocol::VmmImportReply reply{};
+  if (Code code = ctx->client->CallWithFd(fd, request, &reply); code != Code::kOk) return code;
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = ctx->device;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  Registry::Get().Add(request.physical, {ctx, reply.size, prop, 1});
+  *handle = request.physical;
   return Code::kOk;
 }
 

@@ -329,10 +329,12 @@ void AdjustMemoryAttributes(Device* device) {
   a[CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS] = 1;
   a[CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR] = 1;
   a[CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES] = 0;
-  // Virtual memory management (api_vmm.cc) works on every adapter, without shareable handles
-  // (no export to file descriptors, fabric or Windows handles) and without host locations.
+  // Virtual memory management (api_vmm.cc) works on every adapter, without host locations.
+  // Its shareable handles are POSIX file descriptors, which only a local host can pass (no
+  // fabric or Windows handles).
   a[CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED] = 1;
-  a[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED] = 0;
+  const bool local = device->client != nullptr && device->client->address().starts_with("unix:");
+  a[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED] = local ? 1 : 0;
   a[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED] = 0;
   a[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED] = 0;
   a[CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED] = 0;
@@ -356,10 +358,10 @@ Code MemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool
 // cuMemAllocAsync and cuMemFreeAsync on a capturing stream become the graph's allocation and
 // free nodes (api_graph_memory.cc): the memory is the graph's, at its address for the graph's
 // life. Nothing (nullopt) when the stream is not capturing.
-static std::optional<Code> CaptureAlloc(CUdeviceptr* dptr, size_t bytesize, const StreamRef& stream) {
+static std::optional<Code> CaptureAlloc(CUdeviceptr* dptr, size_t bytesize,
+                                        const StreamRef& stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (StreamIsCapturing(stream, &status) != Code::kOk ||
-      status == CU_STREAM_CAPTURE_STATUS_NONE) {
+  if (StreamIsCapturing(stream, &status) != Code::kOk || status == CU_STREAM_CAPTURE_STATUS_NONE) {
     return std::nullopt;
   }
   CUDA_MEM_ALLOC_NODE_PARAMS params{};
@@ -381,8 +383,7 @@ static std::optional<Code> CaptureAlloc(CUdeviceptr* dptr, size_t bytesize, cons
 
 static std::optional<Code> CaptureFree(CUdeviceptr dptr, const StreamRef& stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (StreamIsCapturing(stream, &status) != Code::kOk ||
-      status == CU_STREAM_CAPTURE_STATUS_NONE) {
+  if (StreamIsCapturing(stream, &status) != Code::kOk || status == CU_STREAM_CAPTURE_STATUS_NONE) {
     return std::nullopt;
   }
   // Only the graph's own memory can be freed by it; freeing other memory while capturing

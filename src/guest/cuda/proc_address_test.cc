@@ -210,8 +210,8 @@ TEST_F(LibcudaTest, ExportsVersionedLegacyAndPerThreadNames) {
 
 TEST_F(LibcudaTest, UnimplementedFunctionsReturnNotSupported) {
   using TwoArgs = CUresult (*)(void*, unsigned int);
-  for (const char* name : {"cuMemExportToShareableHandle", "cuMemAlloc", "cuModuleGetGlobal",
-                           "cuTexRefCreate", "cuSignalExternalSemaphoresAsync_ptsz"}) {
+  for (const char* name : {"cuIpcGetMemHandle", "cuMemAlloc", "cuModuleGetGlobal",
+                           "cuGraphicsUnmapResources", "cuSignalExternalSemaphoresAsync_ptsz"}) {
     auto fn = reinterpret_cast<TwoArgs>(Sym(name));
     ASSERT_NE(fn, nullptr) << name;
     void* out[4] = {};

@@ -290,11 +290,13 @@ def main():
                               request("CtxSynchronize", ctx=16)),
         # Virtual memory management (docs/memory.md): a reservation (the cpu adapter places the
         # first one at the next 2 MiB boundary), physical memory mapped into it, accessible,
-        # copied to and from; then an overlapping map, a partial unmap and an unaligned size
-        # (errors each), and everything given back.
+        # copied to and from, exported (the fuzzer's channel passes no descriptors); then an
+        # overlapping map, a partial unmap and an unaligned size (errors each), and everything
+        # given back.
         "vmm": seed(1, hello, ctx, alloc,
                     request("VmmReserve", ctx=16, reservation=50, size=4 << 20),
                     request("VmmCreate", ctx=16, physical=51, size=2 << 20),
+                    request("VmmExport", ctx=16, physical=51),
                     request("VmmMap", ctx=16, reservation=50, physical=51,
                             address=base + (2 << 20), size=2 << 20),
                     request("VmmSetAccess", ctx=16, reservation=50, address=base + (2 << 20),
