@@ -211,4 +211,32 @@ StatusOr<std::optional<std::string>> RewriteReferences(std::string_view ptx) {
   return std::optional<std::string>(std::move(out));
 }
 
+StatusOr<std::optional<std::string>> DefineGraphSetConditional(std::string_view ptx) {
+  constexpr std::string_view kName = "cudaGraphSetConditional";
+  if (ptx.find(kName) == std::string_view::npos) return std::optional<std::string>();
+  PVGPU_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(ptx));
+  for (const Statement& s : Statements(tokens)) {
+    if (!s.module_scope || !tokens[s.last].Is(';')) continue;
+    bool external = false, function = false;
+    size_t name = s.first;
+    for (; name < s.last && tokens[name].kind == TokKind::kDotIdent; ++name) {
+      external = external || tokens[name].IsDot(".extern");
+      function = function || tokens[name].IsDot(".func");
+    }
+    if (!external || !function || name >= s.last || tokens[name].text != kName) continue;
+    const size_t begin = Offset(ptx, tokens[s.first]);
+    const size_t end = Offset(ptx, tokens[s.last]) + 1;
+    const std::string_view declaration = ptx.substr(begin, end - begin);
+    std::string out(ptx.substr(0, begin));
+    out +=
+        ".func cudaGraphSetConditional(.param .b64 handle, .param .b32 value) { .reg .b64 "
+        "%__pvgpu_h; .reg .b32 %__pvgpu_v; ld.param.b64 %__pvgpu_h, [handle]; ld.param.b32 "
+        "%__pvgpu_v, [value]; st.u32 [%__pvgpu_h], %__pvgpu_v; ret; }";
+    out.append(std::count(declaration.begin(), declaration.end(), '\n'), '\n');
+    out.append(ptx.substr(end));
+    return std::optional<std::string>(std::move(out));
+  }
+  return std::optional<std::string>();
+}
+
 }  // namespace pvgpu::ptx

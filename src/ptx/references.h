@@ -44,4 +44,12 @@ inline constexpr std::string_view kSurfaceReferencePrefix = "__pvgpu_surfref_";
 // parser would report anyway.
 StatusOr<std::optional<std::string>> RewriteReferences(std::string_view ptx);
 
+// For a host driver's JIT (the cuda adapter): the text with its declaration of the device
+// runtime's `cudaGraphSetConditional(handle, value)` replaced by a definition that stores
+// `value` at `handle`, which in pvgpu is the address of the conditional node's 4-byte value
+// (the guest's conditional graph nodes; the cpu adapter's engine has the same function built
+// in). NVIDIA's own takes the driver's handles, which pvgpu's are not. Lines keep their numbers.
+// nullopt when the text declares no such function.
+StatusOr<std::optional<std::string>> DefineGraphSetConditional(std::string_view ptx);
+
 }  // namespace pvgpu::ptx

@@ -114,5 +114,33 @@ TEST(ReferencesTest, DebugSectionsAndLocLinesAreSkipped) {
   EXPECT_NE(out.find(".section .debug_abbrev { .b8 17 .b8 1 }"), std::string::npos) << out;
 }
 
+// For a host driver's JIT, the device runtime's cudaGraphSetConditional becomes a store at the
+// handle (which pvgpu's conditional nodes make an address), defined in the module itself.
+TEST(ReferencesTest, GraphSetConditionalIsDefinedAsAStore) {
+  const std::string in =
+      ".version 9.0\n.target sm_75\n.address_size 64\n"
+      ".extern .func cudaGraphSetConditional\n(\n\t.param .b64 p0,\n\t.param .b32 p1\n)\n;\n"
+      ".visible .entry k(.param .u64 h)\n{\n"
+      "  .reg .b64 %rd<2>;\n  ld.param.u64 %rd1, [h];\n"
+      "  { .param .b64 a; st.param.b64 [a], %rd1; .param .b32 b; st.param.b32 [b], 7;\n"
+      "  call.uni cudaGraphSetConditional, (a, b); }\n  ret;\n}\n";
+  auto out = DefineGraphSetConditional(in);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_TRUE(out->has_value());
+  const std::string& text = **out;
+  EXPECT_EQ(Lines(text), Lines(in));
+  EXPECT_EQ(text.find(".extern"), std::string::npos) << text;
+  EXPECT_NE(text.find(".func cudaGraphSetConditional(.param .b64 handle, .param .b32 value) {"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("st.u32 [%__pvgpu_h], %__pvgpu_v; ret; }"), std::string::npos) << text;
+  std::string log;
+  EXPECT_TRUE(LoadProgram(text, &log).ok()) << log;
+  // Nothing to do without the declaration.
+  auto none = DefineGraphSetConditional(".version 9.0\n.target sm_75\n.address_size 64\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
 }  // namespace
 }  // namespace pvgpu::ptx

@@ -199,16 +199,22 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
       sources = std::move(got).value();
     }
   }
-  // Texture and surface references are objects in pvgpu (ptx/references.h): the driver gets
-  // the rewritten PTX, not the image, whose machine code would read the driver's own unbound
-  // references.
+  // Texture and surface references are objects in pvgpu, and conditional graph nodes' handles
+  // addresses (ptx/references.h): the driver gets the rewritten PTX, not the image, whose
+  // machine code would read the driver's own, unbound, references and call the driver's own
+  // cudaGraphSetConditional.
   std::deque<std::string> rewritten;
   bool references = false;
   for (const ptx::LinkSource& source : sources.sources) {
-    auto text = ptx::RewriteReferences(source.text);
-    references = references || (text.ok() && text->has_value());
-    rewritten.push_back(text.ok() && text->has_value() ? std::move(**text)
-                                                       : std::string(source.text));
+    std::string text(source.text);
+    for (auto* rewrite : {&ptx::RewriteReferences, &ptx::DefineGraphSetConditional}) {
+      auto changed = rewrite(text);
+      if (changed.ok() && changed->has_value()) {
+        text = std::move(**changed);
+        references = true;
+      }
+    }
+    rewritten.push_back(std::move(text));
   }
   if (references) {
     std::vector<protocol::LinkInput> ptx_inputs;

@@ -5,9 +5,9 @@
 // before the node is done and runs the body it selects (if/else, while, switch), each body an
 // executable graph of its own instantiated with the node's graph.
 //
-// Only on the cpu adapter: on a GPU, NVIDIA's driver links its own cudaGraphSetConditional into
-// the kernel, which takes the driver's handles, not addresses; the cuda adapter would need the
-// host driver's conditional nodes.
+// On every adapter: the cuda adapter gives the host's driver a definition of
+// cudaGraphSetConditional that stores at the address (ptx/references.h) instead of NVIDIA's,
+// which takes the driver's own handles.
 #include "common/log.h"
 #include "guest/cuda/cuda_api_autogen.h"
 #include "guest/cuda/graph.h"
@@ -64,12 +64,6 @@ Code GraphConditionalHandleCreate(CUgraphConditionalHandle* pHandle_out, CUgraph
                                   CUctx_st* ctx, unsigned int defaultLaunchValue,
                                   unsigned int flags) {
   if ((flags & ~CU_GRAPH_COND_ASSIGN_DEFAULT) != 0) return Code::kInvalidValue;
-  const Device* device = DriverState::Get().device(ctx->device);
-  if (device == nullptr || device->info.is_software == 0) {
-    PVGPU_WARN("cuGraphConditionalHandleCreate: conditional graph nodes work on the cpu adapter "
-               "only (on a GPU the driver links its own cudaGraphSetConditional into kernels)");
-    return Code::kNotSupported;
-  }
   {
     MutexLock lock(&GraphMutex());
     if (!LiveGraph(hGraph)) return Code::kInvalidValue;
