@@ -291,6 +291,11 @@ void Session::HandleSendStatus(const Status& sent) {
   }
 }
 
+StatusOr<int> Session::TakeGuestDescriptor() {
+  constexpr int kTimeoutMs = 5000;  // the descriptor is sent just before its request
+  return endpoint_->ReceiveFd(kTimeoutMs);
+}
+
 void Session::SendPrint(uint64_t ctx, std::string_view text) {
   const size_t chunk_limit =
       endpoint_->max_message_size() - sizeof(MessageHeader) - sizeof(protocol::PrintRequest);

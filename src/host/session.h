@@ -320,6 +320,10 @@ class Session {
   Status SendReplyFilled(const Reply& reply, size_t payload_bytes,
                          FunctionRef<Status(std::span<uint8_t>, size_t)> fill);
   void SendPrint(uint64_t ctx, std::string_view text);
+  // The descriptor the guest passed just before the request being handled (HostRegionCreate,
+  // ManagedAlloc, VmmImport take one), within a few seconds, for the caller to close; an error
+  // when none came, which is the caller's protocol violation.
+  StatusOr<int> TakeGuestDescriptor();
   void SendRaw(const protocol::MessageHeader& header, std::span<const uint8_t> fixed,
                std::span<const uint8_t> payload);
   // What a failed send means for the session: the guest gone (stop), or a corrupt ring, which

@@ -12,13 +12,8 @@ namespace pvgpu::host {
 
 using namespace protocol;
 
-namespace {
-// How long the host waits for the memfd that must precede HostRegionCreate.
-constexpr int kFdTimeoutMs = 5000;
-}  // namespace
-
 Outcome Session::Execute(const HostRegionCreateRequest& request, Span) {
-  auto fd = endpoint_->ReceiveFd(kFdTimeoutMs);
+  auto fd = TakeGuestDescriptor();
   if (!fd.ok()) return Violation("HostRegionCreate without its memfd: " + fd.status().message());
   const int memfd = *fd;
   // A guest that could shrink the file would crash the daemon with SIGBUS on access.

@@ -19,12 +19,8 @@ namespace pvgpu::host {
 
 using namespace protocol;
 
-namespace {
-constexpr int kFdTimeoutMs = 5000;  // for the memfd that must precede ManagedAlloc
-}  // namespace
-
 Outcome Session::Execute(const ManagedAllocRequest& request, Span, ContextState& ctx) {
-  auto fd = endpoint_->ReceiveFd(kFdTimeoutMs);
+  auto fd = TakeGuestDescriptor();
   if (!fd.ok()) return Violation("ManagedAlloc without its memfd: " + fd.status().message());
   const int memfd = *fd;
   Status sealed = transport::VerifySealedMemfd(memfd, request.size);

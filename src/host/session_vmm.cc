@@ -27,8 +27,6 @@ constexpr uint32_t kAccessReadWrite = 3;
 
 bool Multiple(uint64_t value, uint64_t granularity) { return value % granularity == 0; }
 
-constexpr int kFdTimeoutMs = 5000;  // for the descriptor that must precede VmmImport
-
 }  // namespace
 
 Outcome Session::Execute(const VmmReserveRequest& request, Span, ContextState& ctx) {
@@ -104,7 +102,7 @@ Outcome Session::Execute(const VmmExportRequest&, Span, ContextState&,
 
 Outcome Session::Execute(const VmmImportRequest& request, Span, ContextState& ctx) {
   // The descriptor comes first, whatever the answer, so that the next one stays in step.
-  auto fd = endpoint_->ReceiveFd(kFdTimeoutMs);
+  auto fd = TakeGuestDescriptor();
   if (!fd.ok()) return Violation("VmmImport without its descriptor: " + fd.status().message());
   VmmImportReply reply;
   reply.size = 0;
@@ -113,17 +111,19 @@ Outcome Session::Execute(const VmmImportRequest& request, Span, ContextState& ct
     SendReply(reply);
     return code;
   };
-  const int descriptor = *fd;
-  if (const Code fault = ctx.errors.sticky; fault != Code::kOk) {
-    close(descriptor);
-    return answer(fault);
-  }
-  if (ctx.impl->granularity() == 0 || ctx.physicals.budget().full()) {
-    close(descriptor);
-    return answer(ctx.impl->granularity() == 0 ? Code::kNotSupported : Code::kOutOfMemory);
-  }
-  auto memory = ctx.impl->ImportPhysical(descriptor);
-  close(descriptor);
+  auto memory = [&]() -> StatusOr<std::unique_ptr<adapters::PhysicalMemory>> {
+    if (const Code fault = ctx.errors.sticky; fault != Code::kOk) {
+      return Error(fault, "the context has faulted");
+    }
+    if (ctx.impl->granularity() == 0) {
+      return Error(Code::kNotSupported, "the adapter has no virtual memory management");
+    }
+    if (ctx.physicals.budget().full()) {
+      return Error(Code::kOutOfMemory, "the session holds its limit of physical allocations");
+    }
+    return ctx.impl->ImportPhysical(*fd);
+  }();
+  close(*fd);
   if (!memory.ok()) {
     PVGPU_DEBUG("session " << id_ << ": import refused: " << memory.status().message());
     return answer(memory.status().code());

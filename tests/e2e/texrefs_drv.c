@@ -125,18 +125,6 @@ static CUfunction Fn(const char* name) {
   return f;
 }
 
-static int Near(float got, float want) { return fabsf(got - want) <= 1e-5f + 1e-5f * fabsf(want); }
-
-#define EXPECT_NEAR(got, want)                                                            \
-  do {                                                                                    \
-    float g_ = (got), w_ = (want);                                                        \
-    if (!Near(g_, w_)) {                                                                  \
-      fprintf(stderr, "%s:%d: %s = %.7g, expected %.7g\n", __FILE__, __LINE__, #got, g_, \
-              w_);                                                                        \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
 enum { W = 4, H = 3, N = 9 };
 static float grid[H][W];
 static CUarray array2d;

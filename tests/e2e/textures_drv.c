@@ -31,20 +31,6 @@ static void Run(const char* name, unsigned long long object, const void* in, siz
   CHECK(cuMemFree(dout));
 }
 
-static int Near(float got, float want) {
-  return fabsf(got - want) <= 1e-5f + 1e-5f * fabsf(want);
-}
-
-#define EXPECT_NEAR(got, want)                                                          \
-  do {                                                                                  \
-    float g_ = (got), w_ = (want);                                                      \
-    if (!Near(g_, w_)) {                                                                \
-      fprintf(stderr, "%s:%d: %s = %.7g, expected %.7g\n", __FILE__, __LINE__, #got, g_, \
-              w_);                                                                      \
-      exit(1);                                                                          \
-    }                                                                                   \
-  } while (0)
-
 static CUtexObject ArrayTexture(CUarray a, CUaddress_mode mode, CUfilter_mode filter,
                                 unsigned flags, float border) {
   CUDA_RESOURCE_DESC r;

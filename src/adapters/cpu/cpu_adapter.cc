@@ -76,6 +76,13 @@ StatusOr<std::shared_ptr<const ptx::Program>> LoadPtxProgram(const ModuleImage& 
                "(build with PTX, e.g. nvcc -gencode arch=compute_75,code=compute_75)");
 }
 
+// A descriptor of the same file, closed on exec.
+StatusOr<int> Duplicate(int fd) {
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return Error(Code::kOutOfMemory, std::string("dup: ") + strerror(errno));
+  return copy;
+}
+
 // Physical memory of virtual memory management: a memfd of its size, whose pages MapPhysical
 // places in reservations (DeviceMemory::Map). A mapping keeps the pages alive after the fd is
 // closed, as CUDA keeps released physical memory while it is mapped; the session keeps this
@@ -95,11 +102,7 @@ class CpuPhysical final : public PhysicalMemory {
   CpuPhysical(const CpuPhysical&) = delete;
   CpuPhysical& operator=(const CpuPhysical&) = delete;
   uint64_t size() const override { return size_; }
-  StatusOr<int> ExportFd() const override {
-    const int copy = fcntl(fd_, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0) return Error(Code::kOutOfMemory, std::string("dup: ") + strerror(errno));
-    return copy;
-  }
+  StatusOr<int> ExportFd() const override { return Duplicate(fd_); }
   int fd() const { return fd_; }
 
  private:
@@ -323,8 +326,7 @@ class CpuContext final : public Context {
       return Error(Code::kInvalidValue, "the memory is not a whole number of granules");
     }
     const uint64_t size = static_cast<uint64_t>(st.st_size);
-    const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0) return Error(Code::kOutOfMemory, std::string("dup: ") + strerror(errno));
+    PVGPU_ASSIGN_OR_RETURN(int copy, Duplicate(fd));
     return std::unique_ptr<PhysicalMemory>(
         std::make_unique<CpuPhysical>(copy, size, &memory_, adapter_));
   }

@@ -203,28 +203,29 @@ StatusOr<std::unique_ptr<Module>> LoadCudaModule(CudaContext& context, int compu
   // addresses (ptx/references.h): the driver gets the rewritten PTX, not the image, whose
   // machine code would read the driver's own, unbound, references and call the driver's own
   // cudaGraphSetConditional.
-  std::deque<std::string> rewritten;
+  // The sources then view the rewritten texts, which the description below reads too.
+  std::deque<std::string> rewritten;  // only the texts a rewrite changed
   bool references = false;
-  for (const ptx::LinkSource& source : sources.sources) {
-    std::string text(source.text);
+  for (ptx::LinkSource& source : sources.sources) {
     for (auto* rewrite : {&ptx::RewriteReferences, &ptx::DefineGraphSetConditional}) {
-      auto changed = rewrite(text);
+      auto changed = rewrite(source.text);
       if (changed.ok() && changed->has_value()) {
-        text = std::move(**changed);
+        rewritten.push_back(std::move(**changed));
+        source.text = rewritten.back();
         references = true;
       }
     }
-    rewritten.push_back(std::move(text));
   }
   if (references) {
-    std::vector<protocol::LinkInput> ptx_inputs;
-    for (size_t i = 0; i < rewritten.size(); ++i) {
-      ptx_inputs.push_back({protocol::LinkInputType::kPtx, sources.sources[i].name, rewritten[i]});
-    }
-    if (ptx_inputs.size() == 1) {
-      copy.assign(rewritten[0].size() / 8 + 1, 0);
-      std::memcpy(copy.data(), rewritten[0].data(), rewritten[0].size());
+    if (sources.sources.size() == 1) {
+      const std::string_view text = sources.sources[0].text;
+      copy.assign(text.size() / 8 + 1, 0);
+      std::memcpy(copy.data(), text.data(), text.size());
     } else {
+      std::vector<protocol::LinkInput> ptx_inputs;
+      for (const ptx::LinkSource& source : sources.sources) {
+        ptx_inputs.push_back({protocol::LinkInputType::kPtx, source.name, source.text});
+      }
       PVGPU_ASSIGN_OR_RETURN(std::vector<uint8_t> cubin,
                              LinkWithDriver(driver, ptx_inputs, error_log, info_log));
       copy.assign(cubin.size() / 8 + 1, 0);

@@ -139,6 +139,16 @@ void ForMappings(CUdeviceptr ptr, size_t size, F each) {
   }
 }
 
+// The shareable handle type of an export or import: kOk for POSIX file descriptors, the only
+// kind pvgpu has; `call` names the API call for the log.
+Code CheckShareableType(CUmemAllocationHandleType type, const char* call) {
+  if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return Code::kOk;
+  if (type == CU_MEM_HANDLE_TYPE_NONE) return Code::kInvalidValue;
+  PVGPU_WARN(call << ": handles of type " << type
+                  << " are not supported by pvgpu (POSIX file descriptors are)");
+  return Code::kNotSupported;
+}
+
 }  // namespace
 
 void DropVirtualMemoryOf(CUctx_st* ctx) { Registry::Get().DropOf(ctx); }
@@ -337,11 +347,9 @@ Code MemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHan
   if (flags != 0) return Code::kInvalidValue;
   std::optional<PhysicalRecord> physical = Registry::Get().Find(handle);
   if (!physical.has_value()) return Code::kInvalidValue;
-  if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-    if (handleType == CU_MEM_HANDLE_TYPE_NONE) return Code::kInvalidValue;
-    PVGPU_WARN("cuMemExportToShareableHandle: handles of type "
-               << handleType << " are not supported by pvgpu (POSIX file descriptors are)");
-    return Code::kNotSupported;
+  if (Code code = CheckShareableType(handleType, "cuMemExportToShareableHandle");
+      code != Code::kOk) {
+    return code;
   }
   // CUDA exports only the types asked for at creation.
   if ((physical->prop.requestedHandleTypes & handleType) == 0) return Code::kInvalidValue;
@@ -367,11 +375,9 @@ Code MemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHan
 // one) exported; the descriptor stays the caller's.
 Code MemImportFromShareableHandle(CUctx_st* ctx, CUmemGenericAllocationHandle* handle,
                                   void* osHandle, CUmemAllocationHandleType shHandleType) {
-  if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-    if (shHandleType == CU_MEM_HANDLE_TYPE_NONE) return Code::kInvalidValue;
-    PVGPU_WARN("cuMemImportFromShareableHandle: handles of type "
-               << shHandleType << " are not supported by pvgpu (POSIX file descriptors are)");
-    return Code::kNotSupported;
+  if (Code code = CheckShareableType(shHandleType, "cuMemImportFromShareableHandle");
+      code != Code::kOk) {
+    return code;
   }
   const int fd = static_cast<int>(reinterpret_cast<intptr_t>(osHandle));
   if (fd < 0) return Code::kInvalidValue;
