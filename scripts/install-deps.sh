@@ -13,6 +13,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   libssl-dev libzstd-dev liblz4-dev
   clang clang-format clang-tidy
+  llvm-19-dev  # the cpu adapter's compiling engine (src/ptx/jit.cc): ORC JIT
   iproute2 openssl  # remote tests (tests/remote): ip netns, certificates made at test time
   podman runc  # container tests (tests/containers): rootful podman with the runc runtime
   libcpp-httplib-dev  # pvgpud --metrics-listen: the HTTP server of GET /metrics

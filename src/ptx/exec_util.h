@@ -10,6 +10,7 @@
 
 #include "ptx/ir.h"
 #include "ptx/lower.h"
+#include "ptx/native.h"
 #include "ptx/warp.h"
 
 namespace pvgpu::ptx {
@@ -48,16 +49,19 @@ bool ExecLanewise(const Inst& in, Warp& w, uint32_t m, std::index_sequence<k...>
 
 template <typename D, typename S, typename Op>
 bool ExecUnary(const Inst& in, Warp& w, uint32_t m) {
+  (void)NativeLanewise<&ExecUnary<D, S, Op>, D, S, Op>::registered;
   return ExecLanewise<D, S, Op>(in, w, m, std::make_index_sequence<1>{});
 }
 
 template <typename D, typename S, typename Op>
 bool ExecBinary(const Inst& in, Warp& w, uint32_t m) {
+  (void)NativeLanewise<&ExecBinary<D, S, Op>, D, S, Op>::registered;
   return ExecLanewise<D, S, Op>(in, w, m, std::make_index_sequence<2>{});
 }
 
 template <typename D, typename S, typename Op>
 bool ExecTernary(const Inst& in, Warp& w, uint32_t m) {
+  (void)NativeLanewise<&ExecTernary<D, S, Op>, D, S, Op>::registered;
   return ExecLanewise<D, S, Op>(in, w, m, std::make_index_sequence<3>{});
 }
 

@@ -50,6 +50,7 @@
 #include "ptx/block_run.h"
 #include "ptx/cooperative_budget.h"
 #include "ptx/handlers.h"
+#include "ptx/jit.h"
 #include "ptx/launch_flow.h"
 #include "ptx/program.h"
 #include "ptx/warp.h"
@@ -407,6 +408,7 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   L.config = config;
   L.params.assign(params.begin(), params.end());
   L.env = env;
+  L.jit = CompiledEntry(*img, env.engine.value_or(DefaultEngine()));
   L.device_depth = DeviceLaunchDepth();
   L.shared_bytes = static_cast<uint32_t>((shared + 15) & ~uint64_t{15});
   L.user_shared_bytes = L.shared_bytes;

@@ -24,32 +24,39 @@ T Pre(T a) {
 }
 template <typename T, bool F, bool S>
 struct FAdd {
+  static constexpr NOp kNative = (F || S) ? NOp::kNone : NOp::kFAdd;
   static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) + Pre<T, F>(b)); }
 };
 template <typename T, bool F, bool S>
 struct FSub {
+  static constexpr NOp kNative = (F || S) ? NOp::kNone : NOp::kFSub;
   static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) - Pre<T, F>(b)); }
 };
 template <typename T, bool F, bool S>
 struct FMul {
+  static constexpr NOp kNative = (F || S) ? NOp::kNone : NOp::kFMul;
   static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) * Pre<T, F>(b)); }
 };
 template <typename T, bool F, bool S>
 struct FDiv {
+  static constexpr NOp kNative = (F || S) ? NOp::kNone : NOp::kFDiv;
   static T Apply(T a, T b) { return Post<T, F, S>(Pre<T, F>(a) / Pre<T, F>(b)); }
 };
 template <typename T, bool F, bool S>
 struct FFma {
+  static constexpr NOp kNative = (F || S) ? NOp::kNone : NOp::kFFma;
   static T Apply(T a, T b, T c) {
     return Post<T, F, S>(std::fma(Pre<T, F>(a), Pre<T, F>(b), Pre<T, F>(c)));
   }
 };
 template <typename T, bool F, bool S>
 struct FAbs {
+  static constexpr NOp kNative = F ? NOp::kNone : NOp::kFAbs;
   static T Apply(T a) { return Post<T, F, false>(std::fabs(Pre<T, F>(a))); }
 };
 template <typename T, bool F, bool S>
 struct FNeg {
+  static constexpr NOp kNative = F ? NOp::kNone : NOp::kFNeg;
   static T Apply(T a) { return Post<T, F, false>(-Pre<T, F>(a)); }
 };
 // min/max: a NaN operand yields the other one (IEEE minNum); .NaN propagates (kSat reused).

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -23,6 +24,7 @@ namespace pvgpu::ptx {
 
 struct Warp;
 struct Inst;
+struct JitSlot;  // jit.h
 
 // Returns false in the common case (the loop advances pc). Returns true when the handler changed
 // control state (pc, masks, fault, barrier); the loop then reschedules the warp.
@@ -218,6 +220,8 @@ struct KernelImage {
   // Register offsets of instructions with more operands than an Inst holds (mma, wmma); the
   // Inst's aux is where its list starts (ops_mma.cc).
   std::vector<uint32_t> reg_lists;
+  // The compiling engine's code for this image (jit.h), made at load time.
+  std::shared_ptr<JitSlot> jit;
 };
 
 }  // namespace pvgpu::ptx

@@ -7,6 +7,7 @@
 
 #include "ptx/handlers.h"
 #include "ptx/lexer.h"
+#include "ptx/native.h"
 #include "ptx/program.h"
 #include "ptx/warp.h"
 
@@ -22,6 +23,7 @@ constexpr uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 
 // width differ (ld.u8 into a 32-bit register, cvt from a 64-bit register, ...).
 // a[0] dst, a[1] src; flags bit0: dst 64-bit, bit1: src 64-bit, bit2: signed; n: source bits.
 bool ExecExtend(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE(&ExecExtend, NOp::kExtend);
   const bool d64 = in.flags & 1, s64 = in.flags & 2, sgn = in.flags & 4;
   const unsigned bits = in.n;
   ForLanes(m, [&](int i) {
@@ -42,6 +44,7 @@ bool ExecExtend(const Inst& in, Warp& w, uint32_t m) {
 
 // Predicate negation for "!%p" source operands.
 bool ExecNotPred(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE(&ExecNotPred, NOp::kPredLogic, Ty::kPred, Ty::kPred, 3);
   uint32_t& d = *RegPtr<uint32_t>(w.regs, in.a[0]);
   uint32_t s = ~*RegPtr<uint32_t>(w.regs, in.a[1]);
   d = (d & ~m) | (s & m);
@@ -50,6 +53,7 @@ bool ExecNotPred(const Inst& in, Warp& w, uint32_t m) {
 
 // dst(64) = src(64) + imm: frame-relative symbol addresses inside .func bodies.
 bool ExecAddImm64(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE(&ExecAddImm64, NOp::kAddImm64);
   ForLanes(m, [&](int i) {
     StoreReg<uint64_t>(w.regs, in.a[0], i,
                        LoadReg<uint64_t>(w.regs, in.a[1], i) + static_cast<uint64_t>(in.imm));

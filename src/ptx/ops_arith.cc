@@ -14,6 +14,7 @@ using U = std::make_unsigned_t<T>;
 
 template <typename T, bool kSat>
 struct IAdd {
+  static constexpr NOp kNative = kSat ? NOp::kNone : NOp::kAdd;
   static T Apply(T a, T b) {
     if constexpr (kSat && std::is_signed_v<T>) {
       T r;
@@ -26,6 +27,7 @@ struct IAdd {
 };
 template <typename T, bool kSat>
 struct ISub {
+  static constexpr NOp kNative = kSat ? NOp::kNone : NOp::kSub;
   static T Apply(T a, T b) {
     if constexpr (kSat && std::is_signed_v<T>) {
       T r;
@@ -38,6 +40,7 @@ struct ISub {
 };
 template <typename T>
 struct IMulLo {
+  static constexpr NOp kNative = NOp::kMulLo;
   static T Apply(T a, T b) { return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b)); }
 };
 template <typename T>
@@ -54,6 +57,7 @@ struct IMulHi {
 };
 template <typename T>
 struct IMadLo {
+  static constexpr NOp kNative = NOp::kMadLo;
   static T Apply(T a, T b, T c) { return IAdd<T, false>::Apply(IMulLo<T>::Apply(a, b), c); }
 };
 template <typename T>
@@ -68,6 +72,7 @@ struct Wide {
 };
 template <typename T>
 struct IMulWide {
+  static constexpr NOp kNative = NOp::kMulWide;
   using W = typename Wide<T>::type;
   static W Apply(T a, T b) { return static_cast<W>(static_cast<W>(a) * static_cast<W>(b)); }
 };
@@ -129,6 +134,7 @@ struct IRem {
 };
 template <typename T>
 struct IAbs {
+  static constexpr NOp kNative = NOp::kAbs;
   static T Apply(T a) {
     if constexpr (std::is_signed_v<T>)
       return a < 0 ? static_cast<T>(U<T>{0} - static_cast<U<T>>(a)) : a;
@@ -137,14 +143,17 @@ struct IAbs {
 };
 template <typename T>
 struct INeg {
+  static constexpr NOp kNative = NOp::kNeg;
   static T Apply(T a) { return static_cast<T>(U<T>{0} - static_cast<U<T>>(a)); }
 };
 template <typename T>
 struct IMin {
+  static constexpr NOp kNative = NOp::kMin;
   static T Apply(T a, T b) { return a < b ? a : b; }
 };
 template <typename T>
 struct IMax {
+  static constexpr NOp kNative = NOp::kMax;
   static T Apply(T a, T b) { return a > b ? a : b; }
 };
 

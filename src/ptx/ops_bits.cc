@@ -7,18 +7,22 @@ namespace {
 
 template <typename T>
 struct And {
+  static constexpr NOp kNative = NOp::kAnd;
   static T Apply(T a, T b) { return a & b; }
 };
 template <typename T>
 struct Or {
+  static constexpr NOp kNative = NOp::kOr;
   static T Apply(T a, T b) { return a | b; }
 };
 template <typename T>
 struct Xor {
+  static constexpr NOp kNative = NOp::kXor;
   static T Apply(T a, T b) { return a ^ b; }
 };
 template <typename T>
 struct Not {
+  static constexpr NOp kNative = NOp::kNot;
   static T Apply(T a) { return static_cast<T>(~a); }
 };
 template <typename T>
@@ -29,6 +33,7 @@ struct CNot {
 // Predicate logic works on whole masks.
 template <int kOp>
 bool ExecPredLogic(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE((&ExecPredLogic<kOp>), NOp::kPredLogic, Ty::kPred, Ty::kPred, kOp);
   uint32_t a = *RegPtr<uint32_t>(w.regs, in.a[1]);
   uint32_t b = in.a[2] != kNoReg ? *RegPtr<uint32_t>(w.regs, in.a[2]) : 0;
   uint32_t v = kOp == 0 ? (a & b) : kOp == 1 ? (a | b) : kOp == 2 ? (a ^ b) : ~a;
@@ -63,6 +68,7 @@ Status LowerCNot(LowerCtx& c) {
 // Shifts: the amount is always u32; amounts past the width give 0 (or the sign fill).
 template <typename T, bool kLeft>
 bool ExecShift(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE((&ExecShift<T, kLeft>), NOp::kShift, TyOf<T>(), TyOf<T>(), kLeft);
   uint8_t* r = w.regs;
   constexpr uint32_t kBits = sizeof(T) * 8;
   if constexpr (sizeof(T) >= 4) {
@@ -100,6 +106,7 @@ bool ExecShift(const Inst& in, Warp& w, uint32_t m) {
 // Shift by an immediate: one count for the whole warp, so the loop vectorizes.
 template <typename T, bool kLeft>
 bool ExecShiftImm(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE((&ExecShiftImm<T, kLeft>), NOp::kShiftImm, TyOf<T>(), TyOf<T>(), kLeft);
   using UT = std::make_unsigned_t<T>;
   const uint32_t s = static_cast<uint32_t>(in.imm);
   ForLanes(m, [&](int i) {

@@ -107,6 +107,7 @@ inline bool Finish(const Inst& in, Warp& w, uint32_t m, uint32_t bits) {
 
 template <typename T, int kOp>
 bool ExecSetp(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE((&ExecSetp<T, kOp>), NOp::kSetp, TyOf<T>(), TyOf<T>(), kOp);
   uint8_t* r = w.regs;
   uint32_t bits;
   if constexpr (sizeof(T) >= 4) {
@@ -258,6 +259,7 @@ Status LowerSet(LowerCtx& c) {
 
 template <typename T>
 bool ExecSelp(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE((&ExecSelp<T>), NOp::kSelp, TyOf<T>(), TyOf<T>());
   uint8_t* r = w.regs;
   uint32_t p = *RegPtr<uint32_t>(r, in.a[3]);
   ForLanes(m, [&](int i) {

@@ -19,6 +19,7 @@ bool ExecBuiltinPrintf(const Inst& in, Warp& w, uint32_t m);
 bool ExecBuiltinAssert(const Inst& in, Warp& w, uint32_t m);
 
 bool ExecBra(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE(&ExecBra, NOp::kBra);
   const uint32_t target = static_cast<uint32_t>(in.aux);
   if (m == w.active) {
     w.pc = target;

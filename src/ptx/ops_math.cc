@@ -8,6 +8,7 @@ namespace {
 
 template <typename T, bool F>
 struct Sqrt {
+  static constexpr NOp kNative = F ? NOp::kNone : NOp::kFSqrt;
   static T Apply(T a) {
     T r = std::sqrt(F ? FlushDenormal(a) : a);
     return F ? FlushDenormal(r) : r;
@@ -15,10 +16,12 @@ struct Sqrt {
 };
 template <typename T, bool F>
 struct Rsqrt {
+  static constexpr NOp kNative = F ? NOp::kNone : NOp::kFRsqrt;
   static T Apply(T a) { return T(1) / std::sqrt(F ? FlushDenormal(a) : a); }
 };
 template <typename T, bool F>
 struct Rcp {
+  static constexpr NOp kNative = F ? NOp::kNone : NOp::kFRcp;
   static T Apply(T a) { return T(1) / (F ? FlushDenormal(a) : a); }
 };
 template <typename T, bool F>

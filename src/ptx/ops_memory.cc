@@ -83,10 +83,24 @@ inline uint8_t* WarpRange(const Inst& in, Warp& w, uint32_t* off) {
   return base;
 }
 
+// The spaces the compiling engine accesses itself (NSpace), or kNotNative.
+constexpr int kNotNative = -1;
+template <MemSpace S>
+constexpr int NativeSpace() {
+  if constexpr (S == MemSpace::kGlobal) return static_cast<int>(NSpace::kGlobal);
+  if constexpr (S == MemSpace::kShared) return static_cast<int>(NSpace::kShared);
+  if constexpr (S == MemSpace::kKParam) return static_cast<int>(NSpace::kParam);
+  return kNotNative;
+}
+
 // a[0..3]: value registers, a[4]: base register; flags bit0: 32-bit base.
 template <MemSpace S, int kBytes, int kVec>
 bool ExecLd(const Inst& in, Warp& w, uint32_t m) {
   constexpr uint32_t kTotal = kBytes * kVec;
+  if constexpr (NativeSpace<S>() != kNotNative) {
+    PVGPU_NATIVE((&ExecLd<S, kBytes, kVec>), NOp::kLd, Ty::kNone, Ty::kNone, 0,
+                 static_cast<NSpace>(NativeSpace<S>()), kBytes, kVec);
+  }
   uint8_t* r = w.regs;
   if constexpr (S == MemSpace::kKParam) {
     // Kernel parameters at a constant offset are uniform: load once, broadcast.
@@ -158,6 +172,10 @@ bool ExecLd(const Inst& in, Warp& w, uint32_t m) {
 template <MemSpace S, int kBytes, int kVec>
 bool ExecSt(const Inst& in, Warp& w, uint32_t m) {
   constexpr uint32_t kTotal = kBytes * kVec;
+  if constexpr (NativeSpace<S>() != kNotNative && S != MemSpace::kKParam) {
+    PVGPU_NATIVE((&ExecSt<S, kBytes, kVec>), NOp::kSt, Ty::kNone, Ty::kNone, 0,
+                 static_cast<NSpace>(NativeSpace<S>()), kBytes, kVec);
+  }
   uint8_t* r = w.regs;
   if constexpr (S == MemSpace::kShared || S == MemSpace::kGlobal) {
     uint32_t off[32];
@@ -201,6 +219,7 @@ bool ExecSt(const Inst& in, Warp& w, uint32_t m) {
 
 // ld.shared.b32 through a 32-bit address register: the inner loop of tiled kernels.
 bool ExecLdShared32(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE(&ExecLdShared32, NOp::kLd, Ty::kNone, Ty::kNone, 0, NSpace::kShared, 4, 1);
   static const FastLdFn fast = FastSharedLd32();
   if (fast && fast(in, w, m)) return false;
   return ExecLd<MemSpace::kShared, 4, 1>(in, w, m);

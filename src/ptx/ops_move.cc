@@ -11,6 +11,7 @@ namespace {
 
 template <typename T>
 struct Identity {
+  static constexpr NOp kNative = NOp::kMov;
   static T Apply(T a) { return a; }
 };
 
@@ -156,6 +157,8 @@ Status LowerMov(LowerCtx& c) {
 // cvta: flags bit0 32-bit source; aux: window to add (to generic) or subtract (to space).
 template <bool kToGeneric, bool kSrc32, bool kDst32>
 bool ExecCvta(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE((&ExecCvta<kToGeneric, kSrc32, kDst32>), NOp::kCvta, Ty::kU64, Ty::kU64,
+               (kToGeneric ? 1 : 0) | (kSrc32 ? 2 : 0) | (kDst32 ? 4 : 0));
   uint8_t* r = w.regs;
   ForLanes(m, [&](int i) {
     uint64_t a = kSrc32 ? LoadReg<uint32_t>(r, in.a[1], i) : LoadReg<uint64_t>(r, in.a[1], i);

@@ -14,6 +14,7 @@ namespace {
 #if defined(__x86_64__)
 template <typename T>
 __attribute__((target("avx2,fma"))) bool ExecFmaAvx2(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE((&ExecFmaAvx2<T>), NOp::kFFma, TyOf<T>(), TyOf<T>());
   uint8_t* r = w.regs;
   T* d = RegPtr<T>(r, in.a[0]);
   const T* a = RegPtr<T>(r, in.a[1]);

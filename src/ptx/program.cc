@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 
+#include "ptx/jit.h"
 #include "ptx/lexer.h"
 #include "ptx/lower.h"
 #include "ptx/parser.h"
@@ -157,6 +158,7 @@ Status BuildKernel(const ast::Module& m, int fi, ProgramImpl& p) {
   k.target_sm = static_cast<uint32_t>(std::max(TargetSm(m.target), 0));
   p.kernel_of_function_[fi] = static_cast<int>(p.kernels_.size());
   p.kernels_.push_back(std::move(k));
+  img.jit = std::make_shared<JitSlot>();
   p.images_.push_back(std::move(img));
   return Status::Ok();
 }

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -166,6 +167,22 @@ inline constexpr int kNumEnvRegs = 32;
 inline constexpr int kGridWorkspaceEnvRegHi = 1;
 inline constexpr int kGridWorkspaceEnvRegLo = 2;
 
+// How the cpu adapter runs kernels (jit.h): the interpreter, or native code compiled from the
+// same lowered form.
+enum class Engine : uint8_t {
+  kInterp,  // the interpreter only
+  kJit,     // compile every kernel at its first launch, and wait for it
+  kAuto,    // compile in the background; launches interpret until the code is ready
+};
+
+const char* EngineName(Engine e);
+StatusOr<Engine> ParseEngine(std::string_view name);
+// Whether this build has the compiling engine (LLVM was found).
+bool JitAvailable();
+// The process-wide default: PVGPU_ENGINE when set (interp, jit or auto), else auto where the
+// compiling engine is built and interp elsewhere.
+Engine DefaultEngine();
+
 struct LaunchEnv {
   AddressSpace* memory = nullptr;
   // Device addresses of the program's globals, indexed like Program::globals().
@@ -179,6 +196,8 @@ struct LaunchEnv {
   // The context's texture and surface objects, which tex/suld/sust/... name by handle (null:
   // none; a handle it lacks faults).
   const texture::TextureTable* textures = nullptr;
+  // The engine this launch runs on; unset: DefaultEngine().
+  std::optional<Engine> engine;
 };
 
 // Runs kernels. One per adapter; its worker threads are shared by every launch so that several

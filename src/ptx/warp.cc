@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "ptx/families.h"
+#include "ptx/jit.h"
 #include "ptx/program.h"
 #include "ptx/warp_loop.h"
 
@@ -112,6 +113,12 @@ uint8_t* TranslateGlobal(Warp& w, uint64_t addr, uint32_t size) {
 }
 
 // Runs the warp until it finishes, blocks at a barrier, faults or the launch stops.
-void RunWarp(Warp& w) { RunWarpLoop<false>(w); }
+void RunWarp(Warp& w) {
+  if (w.launch->jit != nullptr) {
+    RunCompiledWarp(w.launch->jit, w);
+    return;
+  }
+  RunWarpLoop<false>(w);
+}
 
 }  // namespace pvgpu::ptx

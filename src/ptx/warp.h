@@ -14,6 +14,8 @@
 namespace pvgpu::ptx {
 
 class ProgramImpl;
+struct JitArgs;  // jit.h
+using JitEntry = void (*)(const JitArgs* args);
 
 struct LaunchCtx {
   uint64_t id = 0;  // unique per launch
@@ -47,6 +49,7 @@ struct LaunchCtx {
   std::atomic<uint32_t> device_used{0};  // bytes of device_buffers handed out
   std::vector<DeviceLaunch> device_launches;
   int device_depth = 0;  // how deep this grid is nested in device-side launches (0: the host's)
+  JitEntry jit = nullptr;  // the kernel's compiled code (jit.h); nullptr: interpret
 
   void Fail(Status s) {
     std::lock_guard<std::mutex> l(mu);

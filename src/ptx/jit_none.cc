@@ -1,0 +1,13 @@
+// The compiling engine's stand-in where LLVM was not found at configure time: every kernel is
+// interpreted, and asking for the jit engine by name is an error (ParseEngine).
+#include "ptx/jit_codegen.h"
+
+namespace pvgpu::ptx {
+
+bool JitAvailable() { return false; }
+
+StatusOr<CompiledCode> CompileImage(const KernelImage& img) {
+  return Status(Code::kNotSupported, "this build has no compiling engine");
+}
+
+}  // namespace pvgpu::ptx

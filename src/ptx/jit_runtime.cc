@@ -1,0 +1,240 @@
+// The compiling engine's side that needs no LLVM: engine choice, when kernels compile (now or
+// in the background), and the helpers compiled code calls back into (jit_codegen.h).
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "common/log.h"
+#include "ptx/jit.h"
+#include "ptx/jit_codegen.h"
+#include "ptx/memory.h"
+#include "ptx/warp.h"
+
+namespace pvgpu::ptx {
+
+const char* EngineName(Engine e) {
+  switch (e) {
+    case Engine::kInterp:
+      return "interp";
+    case Engine::kJit:
+      return "jit";
+    case Engine::kAuto:
+      return "auto";
+  }
+  return "?";
+}
+
+StatusOr<Engine> ParseEngine(std::string_view name) {
+  if (name == "interp") return Engine::kInterp;
+  if (name == "jit" || name == "auto") {
+    if (!JitAvailable()) {
+      if (name == "auto") return Engine::kInterp;
+      return Status(Code::kNotSupported,
+                    "engine 'jit': this build has no compiling engine (LLVM was not found when "
+                    "it was configured)");
+    }
+    return name == "jit" ? Engine::kJit : Engine::kAuto;
+  }
+  return Status(Code::kInvalidValue,
+                "unknown engine '" + std::string(name) + "' (expected interp, jit or auto)");
+}
+
+Engine DefaultEngine() {
+  static const Engine engine = [] {
+    const char* env = std::getenv("PVGPU_ENGINE");
+    if (env != nullptr && *env != '\0') {
+      StatusOr<Engine> e = ParseEngine(env);
+      if (e.ok()) return *e;
+      PVGPU_WARN("PVGPU_ENGINE: " << e.status().message() << "; using the default");
+    }
+    return JitAvailable() ? Engine::kAuto : Engine::kInterp;
+  }();
+  return engine;
+}
+
+// --- Helpers called from compiled code -------------------------------------------------------
+
+namespace jit_rt {
+
+// One step of the interpreter loop (warp_loop.h), for pcs the compiled code does not enter.
+void Step(Warp* w) {
+  const Inst& in = w->code[w->pc];
+  uint32_t m = w->active;
+  if (in.guard != kNoReg) {
+    uint32_t p = *RegPtr<uint32_t>(w->regs, in.guard);
+    m &= in.guard_neg ? ~p : p;
+  }
+  if (m != 0 && in.fn(in, *w, m)) {
+    if (w->state != WarpState::kRunning) return;
+    if (w->active == 0 || w->pc >= w->next_wait) w->Reschedule();
+    return;
+  }
+  ++w->pc;
+  if (w->pc >= w->next_wait) w->Reschedule();
+}
+
+void Resched(Warp* w) { w->Reschedule(); }
+
+// After a handler returned true and the warp still runs (the interpreter loop's rule).
+void AfterHandler(Warp* w) {
+  if (w->active == 0 || w->pc >= w->next_wait) w->Reschedule();
+}
+
+// The interpreter loop's periodic check: 1 when the launch stopped (the warp is done).
+int CheckStop(Warp* w) {
+  if (!w->launch->Stopped()) return 0;
+  if (!w->launch->failed.load()) {
+    w->launch->Fail(
+        Status(Code::kLaunchFailed, "launch cancelled in kernel " + w->launch->image->name));
+  }
+  w->state = WarpState::kDone;
+  return 1;
+}
+
+// Host address of global [lo, end) when it lies in one allocation (refreshing the warp's
+// translation cache), else nullptr: the caller takes the handler's per-lane path.
+uint8_t* GlobalRange(Warp* w, uint64_t lo, uint64_t end) {
+  if (end <= lo) return nullptr;
+  return GlobalPtr(*w, lo, static_cast<uint32_t>(end - lo));
+}
+
+}  // namespace jit_rt
+
+const JitHelpers& TheJitHelpers() {
+  static const JitHelpers h{&jit_rt::Step, &jit_rt::Resched, &jit_rt::AfterHandler,
+                            &jit_rt::CheckStop, &jit_rt::GlobalRange};
+  return h;
+}
+
+void RunCompiledWarp(JitEntry entry, Warp& w) {
+  Block& b = *w.block;
+  const auto& params = w.launch->params;
+  JitArgs args{&w,
+               w.regs,
+               w.code,
+               &w.pc,
+               &w.active,
+               &w.next_wait,
+               &w.state,
+               b.shared,
+               b.shared_size,
+               params.data(),
+               params.size(),
+               w.cache};
+  entry(&args);
+}
+
+// --- When kernels compile ---------------------------------------------------------------------
+
+namespace {
+
+// Signals kJit launches waiting for a compilation another thread does.
+std::mutex g_sync_mu;
+std::condition_variable g_sync_cv;
+
+void Finish(JitSlot& slot, StatusOr<CompiledCode> code, const std::string& name) {
+  if (!code.ok()) {
+    PVGPU_WARN("ptx jit: kernel " << name << " stays interpreted: " << code.status().message());
+    slot.state.store(3, std::memory_order_release);
+  } else {
+    slot.stats = code->stats;
+    slot.code = code->keep_alive;
+    slot.entry.store(code->entry, std::memory_order_release);
+    slot.state.store(2, std::memory_order_release);
+    PVGPU_DEBUG("ptx jit: kernel " << name << ": " << code->stats.native << " of "
+                                   << code->stats.instructions << " instructions native, "
+                                   << code->stats.segments << " segments, compiled in "
+                                   << code->stats.compile_ms << " ms");
+  }
+  std::lock_guard<std::mutex> l(g_sync_mu);
+  g_sync_cv.notify_all();
+}
+
+// Background compilations, one at a time on one thread (the workers run kernels meanwhile).
+class Background {
+ public:
+  static Background& Get() {
+    static Background b;
+    return b;
+  }
+  void Add(std::shared_ptr<JitSlot> slot, std::shared_ptr<KernelImage> img) {
+    std::lock_guard<std::mutex> l(mu_);
+    queue_.push_back({std::move(slot), std::move(img)});
+    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+    cv_.notify_one();
+  }
+  ~Background() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Job {
+    std::shared_ptr<JitSlot> slot;
+    std::shared_ptr<KernelImage> img;
+  };
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      l.unlock();
+      // An image nobody else holds was unloaded: its code would never run.
+      if (job.slot.use_count() > 1) {
+        Finish(*job.slot, CompileImage(*job.img), job.img->name);
+      } else {
+        job.slot->state.store(3, std::memory_order_release);
+      }
+      l.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+JitEntry CompiledEntry(const KernelImage& img, Engine engine) {
+  if (engine == Engine::kInterp || !img.jit || !JitAvailable()) return nullptr;
+  JitSlot& slot = *img.jit;
+  int state = slot.state.load(std::memory_order_acquire);
+  if (state == 2) return slot.entry.load(std::memory_order_acquire);
+  if (state == 3) return nullptr;
+  if (engine == Engine::kAuto) {
+    if (state == 0 && slot.state.compare_exchange_strong(state, 1)) {
+      Background::Get().Add(img.jit, std::make_shared<KernelImage>(img));
+    }
+    return nullptr;
+  }
+  // kJit: compile here, or wait for whoever compiles it.
+  if (state == 0 && slot.state.compare_exchange_strong(state, 1)) {
+    Finish(slot, CompileImage(img), img.name);
+  } else {
+    std::unique_lock<std::mutex> l(g_sync_mu);
+    g_sync_cv.wait_for(l, std::chrono::seconds(600),
+                       [&] { return slot.state.load(std::memory_order_acquire) >= 2; });
+  }
+  return slot.state.load(std::memory_order_acquire) == 2
+             ? slot.entry.load(std::memory_order_acquire)
+             : nullptr;
+}
+
+Status CompileForTest(const KernelImage& img, JitStats* stats) {
+  StatusOr<CompiledCode> code = CompileImage(img);
+  if (!code.ok()) return code.status();
+  if (stats) *stats = code->stats;
+  return Status::Ok();
+}
+
+}  // namespace pvgpu::ptx
