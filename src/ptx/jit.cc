@@ -14,6 +14,7 @@
 // vector registers across loads and stores of guest memory; a handler call is opaque and
 // makes LLVM keep the register file exact, which is what lets both kinds of code mix.
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -168,7 +169,15 @@ class Gen {
     auto* c = llvm::dyn_cast<llvm::ConstantInt>(m);
     return c != nullptr && c->isAllOnesValue();
   }
-  Value* MaskVec(Value* m) { return b_.CreateBitCast(m, Vec(i1_)); }
+  // Lane i of a mask word as a vector of i1. Written as a per-lane bit test rather than a
+  // bitcast of the word: LLVM 19's X86 DAG combiner loops forever on some chains of selects by
+  // bitcast masks (seen on random kernels; jit_test.cc's RandomKernelsAgreeBitForBit).
+  Value* MaskVec(Value* m) {
+    std::vector<llvm::Constant*> bits;
+    for (uint32_t i = 0; i < 32; ++i) bits.push_back(llvm::ConstantInt::get(i32_, 1u << i));
+    return b_.CreateICmpNE(b_.CreateAnd(Splat(m), llvm::ConstantVector::get(bits)),
+                           llvm::Constant::getNullValue(Vec(i32_)));
+  }
   // A register written as type t for the lanes in m (StoreReg: small values zero-extended).
   void Dst(uint32_t off, Ty t, Value* v, Value* m) {
     llvm::Type* storage = StorageTy(t);
@@ -732,14 +741,17 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     const Inst& in = img_.code[pc];
     const NativeDesc* d = FindNative(in.fn);
     if (d != nullptr && Supported(*d)) desc_[pc] = d;
+    if (desc_[pc] != nullptr) ++stats->native;
     if (d != nullptr && d->op == NOp::kBra) {
       starts.insert(static_cast<uint32_t>(in.aux));
       starts.insert(pc + 1);
     } else if (desc_[pc] == nullptr) {
       starts.insert(pc + 1);
+      if (pc < img_.debug.size()) {
+        if (!stats->calls.empty()) stats->calls += ", ";
+        stats->calls += std::to_string(img_.debug[pc].line) + " " + img_.debug[pc].text;
+      }
       if (in.fn == &ExecBraSpin) starts.insert(static_cast<uint32_t>(in.aux));
-    } else {
-      ++stats->native;
     }
   }
   for (const CallSite& c : img_.calls) starts.insert(c.callee_pc);
@@ -893,6 +905,14 @@ StatusOr<CompiledCode> CompileImage(const KernelImage& img) {
     Gen gen(*ctx, *mod, img);
     if (gen.Build(name, *e.tm, &out.stats) == nullptr)
       return Status(Code::kUnknown, "generated code for kernel " + img.name + " is invalid");
+    // PVGPU_JIT_DUMP=DIR: each kernel's IR before and after optimization, for debugging.
+    const char* dump = std::getenv("PVGPU_JIT_DUMP");
+    auto write = [&](const char* suffix) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(std::string(dump) + "/" + name + "." + img.name + suffix, ec);
+      if (!ec) mod->print(os, nullptr);
+    };
+    if (dump != nullptr) write(".ll");
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cam;
@@ -905,6 +925,7 @@ StatusOr<CompiledCode> CompileImage(const KernelImage& img) {
     pb.crossRegisterProxies(lam, fam, cam, mam);
     llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
     mpm.run(*mod, mam);
+    if (dump != nullptr) write(".opt.ll");
   }
   // Materialization stays under the lock too: one compilation at a time.
   std::lock_guard<std::recursive_mutex> l(e.mu);

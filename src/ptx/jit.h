@@ -46,6 +46,7 @@ struct JitStats {
   uint32_t instructions = 0;  // in the image
   uint32_t native = 0;        // compiled to native code (the rest call their handlers)
   uint32_t segments = 0;
+  std::string calls;  // the instructions compiled as handler calls, by PTX line and text
   double compile_ms = 0;
 };
 
@@ -62,8 +63,9 @@ struct JitSlot {
 // (once per image), kAuto starts a background compilation and returns nullptr until it is done.
 JitEntry CompiledEntry(const KernelImage& img, Engine engine);
 
-// Compiles `img` now, whatever the engine; for tests and benchmarks.
-Status CompileForTest(const KernelImage& img, JitStats* stats);
+// Compiles kernel `name` of `program` now, whatever the engine, and reports its counts; for
+// tests and benchmarks.
+Status CompileKernelForTest(const Program& program, std::string_view name, JitStats* stats);
 
 // Runs a warp through compiled code (RunWarp's compiled path).
 void RunCompiledWarp(JitEntry entry, Warp& w);

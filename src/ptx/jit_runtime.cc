@@ -1,5 +1,6 @@
 // The compiling engine's side that needs no LLVM: engine choice, when kernels compile (now or
 // in the background), and the helpers compiled code calls back into (jit_codegen.h).
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -10,6 +11,7 @@
 #include "ptx/jit.h"
 #include "ptx/jit_codegen.h"
 #include "ptx/memory.h"
+#include "ptx/program.h"
 #include "ptx/warp.h"
 
 namespace pvgpu::ptx {
@@ -152,12 +154,89 @@ void Finish(JitSlot& slot, StatusOr<CompiledCode> code, const std::string& name)
   g_sync_cv.notify_all();
 }
 
+// Every native form (native.h) once, for Background's warm-up.
+constexpr const char* kWarmUpPtx = R"(
+.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry warm_up(.param .u64 out, .param .u64 in)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<8>;
+  .shared .align 16 .b32 sm[128];
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd1, [in];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd3];
+  ld.global.u32 %r5, [%rd1];
+  add.u32 %r6, %r1, %r2;
+  sub.s32 %r6, %r6, %r3;
+  mad.lo.s32 %r6, %r6, %r4, %r5;
+  min.s32 %r7, %r6, %r1;
+  max.u32 %r7, %r7, %r2;
+  and.b32 %r8, %r7, 255;
+  or.b32 %r8, %r8, %r3;
+  xor.b32 %r8, %r8, %r4;
+  not.b32 %r9, %r8;
+  neg.s32 %r9, %r9;
+  abs.s32 %r9, %r9;
+  shl.b32 %r10, %r9, 3;
+  shr.s32 %r10, %r10, %r1;
+  shr.u32 %r10, %r10, 2;
+  mov.b32 %f0, %r1;
+  add.f32 %f1, %f0, %f0;
+  sub.f32 %f1, %f1, %f0;
+  mul.f32 %f2, %f1, %f0;
+  fma.rn.f32 %f3, %f2, %f1, %f0;
+  div.rn.f32 %f3, %f3, %f2;
+  sqrt.rn.f32 %f4, %f3;
+  rsqrt.approx.f32 %f4, %f4;
+  rcp.rn.f32 %f4, %f4;
+  abs.f32 %f5, %f4;
+  neg.f32 %f5, %f5;
+  setp.lt.f32 %p1, %f5, %f0;
+  setp.ne.s32 %p2, %r10, 0;
+  and.pred %p3, %p1, %p2;
+  selp.b32 %r11, %r10, %r9, %p3;
+  mul.wide.s32 %rd4, %r11, 4;
+  and.b32 %r12, %r0, 31;
+  shl.b32 %r12, %r12, 2;
+  mov.u32 %r13, sm;
+  add.u32 %r13, %r13, %r12;
+  st.shared.u32 [%r13], %r11;
+  bar.sync 0;
+  ld.shared.u32 %r14, [%r13];
+  @%p3 bra $DONE;
+  add.u32 %r14, %r14, 1;
+$DONE:
+  add.s64 %rd5, %rd0, %rd2;
+  st.global.v4.u32 [%rd5], {%r14, %r11, %r10, %r9};
+  st.global.f32 [%rd5], %f5;
+  ret;
+}
+)";
+
 // Background compilations, one at a time on one thread (the workers run kernels meanwhile).
 class Background {
  public:
   static Background& Get() {
     static Background b;
     return b;
+  }
+  // Compiles a small kernel using every native form once before the object exists: LLVM
+  // creates some of its static state lazily, and state created after this object would be
+  // destroyed before it at exit, while a compilation the destructor waits for still uses it.
+  Background() {
+    auto program = LoadProgram(kWarmUpPtx);
+    if (!program.ok()) return;
+    const KernelInfo* k = (*program)->FindKernel("warm_up");
+    const KernelImage* img = k ? static_cast<const ProgramImpl&>(**program).ImageFor(*k) : nullptr;
+    if (img != nullptr) (void)CompileImage(*img);
   }
   void Add(std::shared_ptr<JitSlot> slot, std::shared_ptr<KernelImage> img) {
     std::lock_guard<std::mutex> l(mu_);
@@ -205,6 +284,9 @@ class Background {
 
 }  // namespace
 
+// How long a kJit launch waits for its kernel's code.
+constexpr std::chrono::seconds kJitWaitLimit{60};
+
 JitEntry CompiledEntry(const KernelImage& img, Engine engine) {
   if (engine == Engine::kInterp || !img.jit || !JitAvailable()) return nullptr;
   JitSlot& slot = *img.jit;
@@ -217,21 +299,28 @@ JitEntry CompiledEntry(const KernelImage& img, Engine engine) {
     }
     return nullptr;
   }
-  // kJit: compile here, or wait for whoever compiles it.
+  // kJit: compile on the background thread (one LLVM user at a time) and wait for it, but
+  // not forever: a compilation that takes longer leaves this launch to the interpreter.
   if (state == 0 && slot.state.compare_exchange_strong(state, 1)) {
-    Finish(slot, CompileImage(img), img.name);
-  } else {
-    std::unique_lock<std::mutex> l(g_sync_mu);
-    g_sync_cv.wait_for(l, std::chrono::seconds(600),
-                       [&] { return slot.state.load(std::memory_order_acquire) >= 2; });
+    Background::Get().Add(img.jit, std::make_shared<KernelImage>(img));
+  }
+  std::unique_lock<std::mutex> l(g_sync_mu);
+  if (!g_sync_cv.wait_for(l, kJitWaitLimit,
+                          [&] { return slot.state.load(std::memory_order_acquire) >= 2; })) {
+    PVGPU_WARN("ptx jit: kernel " << img.name << " still compiling after "
+                                  << kJitWaitLimit.count() << " s; interpreting this launch");
   }
   return slot.state.load(std::memory_order_acquire) == 2
              ? slot.entry.load(std::memory_order_acquire)
              : nullptr;
 }
 
-Status CompileForTest(const KernelImage& img, JitStats* stats) {
-  StatusOr<CompiledCode> code = CompileImage(img);
+Status CompileKernelForTest(const Program& program, std::string_view name, JitStats* stats) {
+  const KernelInfo* k = program.FindKernel(name);
+  if (k == nullptr) return Status(Code::kNotFound, "no kernel " + std::string(name));
+  const KernelImage* img = static_cast<const ProgramImpl&>(program).ImageFor(*k);
+  if (img == nullptr) return Status(Code::kNotFound, "no image for kernel " + std::string(name));
+  StatusOr<CompiledCode> code = CompileImage(*img);
   if (!code.ok()) return code.status();
   if (stats) *stats = code->stats;
   return Status::Ok();

@@ -152,6 +152,8 @@ class Runner {
     return ss.str();
   }
   bool ok() const { return loaded_.program != nullptr; }
+  // The engine launches run on (unset: DefaultEngine()).
+  void set_engine(Engine e) { engine_ = e; }
   const Status& load_status() const { return load_status_; }
   TestMemory& mem() { return mem_; }
   const Program& program() const { return *loaded_.program; }
@@ -209,6 +211,7 @@ class Runner {
       printed_ += s;
     };
     env.envreg = envreg;
+    env.engine = engine_;
     return executor.Launch(*loaded_.program, *k, config, buf, env);
   }
 
@@ -221,6 +224,7 @@ class Runner {
   TestMemory mem_;
   Loaded loaded_;
   Status load_status_;
+  std::optional<Engine> engine_;
   std::mutex print_mu_;
   std::string printed_;
 };

@@ -1,0 +1,354 @@
+// The compiling engine against the interpreter: the same kernels, run by both, must leave the
+// same bytes in memory and fail the same way. Random well-formed kernels (a small generator of
+// arithmetic, comparisons, divergent branches, loops, shared and global memory) cover what
+// hand-written tests would not think of.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "ptx/jit.h"
+#include "ptx/snippet_util.h"
+#include "ptx/test_util.h"
+
+namespace pvgpu::ptx {
+namespace {
+
+using testing::Runner;
+
+class JitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!JitAvailable()) GTEST_SKIP() << "this build has no compiling engine";
+  }
+};
+
+struct Outcome {
+  Status status;
+  std::vector<uint32_t> out;
+};
+
+// Runs kernel k(out, in) of `ptx` with `engine` on fresh memory: `in` uploaded, `out_words`
+// words of output, starting as a pattern.
+Outcome RunWith(Engine engine, const std::string& ptx, const std::vector<uint32_t>& in,
+                size_t out_words, Dim3 grid, Dim3 block) {
+  Outcome o;
+  Runner runner(ptx);
+  EXPECT_TRUE(runner.ok()) << runner.load_status().message();
+  if (!runner.ok()) return o;
+  runner.set_engine(engine);
+  uint64_t din = runner.mem().Upload(in.empty() ? std::vector<uint32_t>{0} : in);
+  uint64_t dout = runner.mem().Upload(std::vector<uint32_t>(out_words, 0xA5A5A5A5u));
+  o.status = runner.Launch("k", grid, block, {dout, din});
+  o.out = runner.mem().Download<uint32_t>(dout, out_words);
+  return o;
+}
+
+JitStats StatsOf(const std::string& ptx) {
+  JitStats stats;
+  auto program = LoadProgram(ptx);
+  EXPECT_TRUE(program.ok());
+  if (!program.ok()) return stats;
+  Status s = CompileKernelForTest(**program, "k", &stats);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return stats;
+}
+
+// A loop over global loads with float and integer arithmetic, a divergent branch and stores:
+// everything but the parameter loads' prologue and ret compiles natively.
+const char* kLoopBody = R"(
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mad.lo.s32 %r3, %r1, %r2, %r0;
+  mul.wide.u32 %rd2, %r3, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.f32 %f1, [%rd3];
+  mov.f32 %f2, 0f00000000;
+  mov.u32 %r5, 0;
+$LOOP:
+  fma.rn.f32 %f2, %f1, %f1, %f2;
+  mul.f32 %f3, %f2, 0f3F000000;
+  sub.f32 %f2, %f2, %f3;
+  add.u32 %r5, %r5, 1;
+  setp.lt.u32 %p1, %r5, 37;
+  @%p1 bra $LOOP;
+  and.b32 %r6, %r0, 3;
+  setp.eq.u32 %p2, %r6, 0;
+  @%p2 bra $SKIP;
+  rsqrt.approx.f32 %f2, %f2;
+$SKIP:
+  add.s64 %rd4, %rd0, %rd2;
+  st.global.f32 [%rd4], %f2;
+)";
+
+TEST_F(JitTest, CompilesLoopsArithmeticAndMemoryNatively) {
+  const std::string ptx = testing::SnippetKernel(kLoopBody);
+  JitStats stats = StatsOf(ptx);
+  EXPECT_GT(stats.instructions, 20u);
+  // Only the two rets (the snippet's and the one lowering closes every function with) call
+  // their handler.
+  EXPECT_EQ(stats.native + 2, stats.instructions)
+      << stats.native << " of " << stats.instructions << "; calls: " << stats.calls;
+  std::vector<uint32_t> in(256);
+  for (size_t i = 0; i < in.size(); ++i) {
+    float f = 0.25f + 0.01f * static_cast<float>(i);
+    std::memcpy(&in[i], &f, 4);
+  }
+  Outcome a = RunWith(Engine::kInterp, ptx, in, 256, {4, 1, 1}, {64, 1, 1});
+  Outcome b = RunWith(Engine::kJit, ptx, in, 256, {4, 1, 1}, {64, 1, 1});
+  ASSERT_TRUE(a.status.ok()) << a.status.message();
+  ASSERT_TRUE(b.status.ok()) << b.status.message();
+  EXPECT_EQ(a.out, b.out);
+  // And against an independent reference.
+  for (size_t i = 0; i < in.size(); ++i) {
+    float x;
+    std::memcpy(&x, &in[i], 4);
+    float acc = 0;
+    for (int k = 0; k < 37; ++k) {
+      acc = std::fma(x, x, acc);
+      acc = acc - acc * 0.5f;
+    }
+    if ((i % 64) % 4 != 0) acc = 1.0f / std::sqrt(acc);
+    float got;
+    std::memcpy(&got, &b.out[i], 4);
+    EXPECT_EQ(got, acc) << "element " << i;
+  }
+}
+
+TEST_F(JitTest, FaultsNameTheInstructionLikeTheInterpreter) {
+  // Lane 5 reads far past its buffer: the vector path's range check fails and the handler
+  // reports the fault.
+  const std::string ptx = testing::SnippetKernel(R"(
+  setp.eq.u32 %p1, %r0, 5;
+  mul.wide.u32 %rd2, %r0, 4;
+  @%p1 add.s64 %rd2, %rd2, 1048576;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r1, [%rd3];
+  add.s64 %rd4, %rd0, %rd2;
+  st.global.u32 [%rd4], %r1;
+)");
+  Outcome a = RunWith(Engine::kInterp, ptx, std::vector<uint32_t>(32, 7), 32, {1, 1, 1},
+                      {32, 1, 1});
+  Outcome b = RunWith(Engine::kJit, ptx, std::vector<uint32_t>(32, 7), 32, {1, 1, 1},
+                      {32, 1, 1});
+  EXPECT_EQ(a.status.code(), Code::kIllegalAddress);
+  EXPECT_EQ(b.status.code(), Code::kIllegalAddress);
+  EXPECT_EQ(a.status.message(), b.status.message());
+  EXPECT_NE(b.status.message().find("ld.global"), std::string::npos) << b.status.message();
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST_F(JitTest, MisalignedVectorAccessFaultsInBoth) {
+  const std::string ptx = testing::SnippetKernel(R"(
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  add.s64 %rd3, %rd3, 4;
+  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd3];
+  add.s64 %rd4, %rd0, %rd2;
+  st.global.v4.u32 [%rd4], {%r1, %r2, %r3, %r4};
+)");
+  Outcome a = RunWith(Engine::kInterp, ptx, std::vector<uint32_t>(200, 1), 128, {1, 1, 1},
+                      {32, 1, 1});
+  Outcome b = RunWith(Engine::kJit, ptx, std::vector<uint32_t>(200, 1), 128, {1, 1, 1},
+                      {32, 1, 1});
+  EXPECT_EQ(a.status.code(), Code::kMisalignedAddress);
+  EXPECT_EQ(b.status.code(), Code::kMisalignedAddress);
+  EXPECT_EQ(a.status.message(), b.status.message());
+}
+
+TEST_F(JitTest, NeverEndingCompiledKernelIsCancelled) {
+  const std::string ptx = testing::SnippetKernel(R"(
+  mov.u32 %r1, 0;
+$L:
+  add.u32 %r1, %r1, 1;
+  bra $L;
+)");
+  Runner runner(ptx);
+  ASSERT_TRUE(runner.ok());
+  runner.set_engine(Engine::kJit);
+  std::atomic<bool> cancel{false};
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  uint64_t d = runner.mem().Alloc(64);
+  Status s = runner.Launch("k", {4, 1, 1}, {64, 1, 1}, {d, d}, 0, &cancel);
+  t.join();
+  EXPECT_EQ(s.code(), Code::kLaunchFailed) << s.message();
+}
+
+// --- Random kernels -------------------------------------------------------------------------
+
+// Writes a random kernel k(out, in): each thread loads 4 words of `in`, runs `ops` random
+// operations over 8 integer and 8 float registers (some under lane-dependent predicates, some
+// in divergent if/else regions and bounded loops, some through shared memory), and stores its
+// registers to `out`. Every form is well defined for every input (no division by zero, no
+// out-of-range access), so any difference between the engines is a defect.
+std::string RandomKernel(std::mt19937& rng, int ops) {
+  std::ostringstream k;
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  auto r = [&] { return "%r" + std::to_string(8 + pick(8)); };
+  auto f = [&] { return "%f" + std::to_string(pick(8)); };
+  k << ".version 9.0\n.target sm_90\n.address_size 64\n"
+    << ".visible .entry k(.param .u64 out, .param .u64 in)\n{\n"
+    << "  .reg .pred %p<8>;\n  .reg .b32 %r<24>;\n  .reg .b64 %rd<16>;\n  .reg .f32 %f<8>;\n"
+    << "  .shared .align 16 .b32 sm[256];\n"
+    << "  ld.param.u64 %rd0, [out];\n  ld.param.u64 %rd1, [in];\n"
+    << "  mov.u32 %r0, %tid.x;\n  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n"
+    << "  mad.lo.s32 %r3, %r1, %r2, %r0;\n"
+    << "  mul.wide.u32 %rd2, %r3, 16;\n  add.s64 %rd3, %rd1, %rd2;\n"
+    << "  ld.global.v4.u32 {%r8, %r9, %r10, %r11}, [%rd3];\n"
+    << "  xor.b32 %r12, %r8, %r0;\n  add.u32 %r13, %r9, %r3;\n  mov.u32 %r14, %r10;\n"
+    << "  shl.b32 %r15, %r11, 1;\n"
+    << "  cvt.rn.f32.u32 %f0, %r8;\n  cvt.rn.f32.s32 %f1, %r9;\n  mov.b32 %f2, %r10;\n"
+    << "  mov.b32 %f3, %r11;\n  mul.f32 %f4, %f0, 0f3DCCCCCD;\n  add.f32 %f5, %f1, %f4;\n"
+    << "  sub.f32 %f6, %f4, %f1;\n  mov.f32 %f7, 0f3F800000;\n"
+    << "  and.b32 %r4, %r0, 63;\n  shl.b32 %r4, %r4, 2;\n  mov.u32 %r5, sm;\n"
+    << "  add.u32 %r5, %r5, %r4;\n";
+  int labels = 0;
+  for (int i = 0; i < ops; ++i) {
+    std::string guard;
+    if (pick(6) == 0) {
+      k << "  and.b32 %r6, %r0, " << (1 + pick(31)) << ";\n  setp.ne.u32 %p3, %r6, 0;\n";
+      guard = pick(2) ? "@%p3 " : "@!%p3 ";
+    }
+    switch (pick(24)) {
+      case 0: k << "  " << guard << "add.u32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
+      case 1: k << "  " << guard << "sub.s32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
+      case 2: k << "  " << guard << "mul.lo.u32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
+      case 3: k << "  " << guard << "mad.lo.s32 " << r() << ", " << r() << ", " << r() << ", " << r() << ";\n"; break;
+      case 4: k << "  " << guard << (pick(2) ? "min.s32 " : "max.u32 ") << r() << ", " << r() << ", " << r() << ";\n"; break;
+      case 5: k << "  " << guard << (pick(3) == 0 ? "and.b32 " : pick(2) ? "or.b32 " : "xor.b32 ") << r() << ", " << r() << ", " << r() << ";\n"; break;
+      case 6: k << "  " << guard << (pick(2) ? "shl.b32 " : pick(2) ? "shr.u32 " : "shr.s32 ") << r() << ", " << r() << ", " << pick(40) << ";\n"; break;
+      case 7: k << "  " << guard << (pick(2) ? "shr.s32 " : "shl.b32 ") << r() << ", " << r() << ", " << r() << ";\n"; break;
+      case 8: k << "  " << guard << "add.f32 " << f() << ", " << f() << ", " << f() << ";\n"; break;
+      case 9: k << "  " << guard << "mul.f32 " << f() << ", " << f() << ", " << f() << ";\n"; break;
+      case 10: k << "  " << guard << "fma.rn.f32 " << f() << ", " << f() << ", " << f() << ", " << f() << ";\n"; break;
+      case 11: k << "  " << guard << "div.rn.f32 " << f() << ", " << f() << ", " << f() << ";\n"; break;
+      case 12: k << "  " << guard << (pick(2) ? "sqrt.rn.f32 " : pick(2) ? "rsqrt.approx.f32 " : "abs.f32 ") << f() << ", " << f() << ";\n"; break;
+      case 13: k << "  " << guard << (pick(2) ? "neg.f32 " : "neg.s32 ") << (pick(2) ? f() : r()) << ", " << "%f0;\n"; break;
+      case 14: {
+        static const char* cmp[] = {"lt", "le", "gt", "ge", "eq", "ne", "ltu", "geu", "num", "nan"};
+        k << "  setp." << cmp[pick(10)] << ".f32 %p1, " << f() << ", " << f() << ";\n"
+          << "  selp.b32 " << r() << ", " << r() << ", " << r() << ", %p1;\n";
+        break;
+      }
+      case 15: {
+        static const char* cmp[] = {"lt", "le", "gt", "ge", "eq", "ne", "lo", "hs"};
+        k << "  setp." << cmp[pick(8)] << (pick(2) ? ".s32 " : ".u32 ") << "%p2, " << r()
+          << ", " << r() << ";\n"
+          << "  selp.f32 " << f() << ", " << f() << ", " << f() << ", %p2;\n";
+        break;
+      }
+      case 16: {  // a divergent if/else
+        const int l = labels++;
+        k << "  and.b32 %r7, " << r() << ", " << (1 + pick(7)) << ";\n"
+          << "  setp.eq.u32 %p4, %r7, 0;\n  @%p4 bra $ELSE" << l << ";\n"
+          << "  add.u32 " << r() << ", " << r() << ", " << pick(1000) << ";\n"
+          << "  mul.f32 " << f() << ", " << f() << ", " << f() << ";\n"
+          << "  bra $END" << l << ";\n$ELSE" << l << ":\n"
+          << "  sub.u32 " << r() << ", " << r() << ", " << r() << ";\n$END" << l << ":\n";
+        break;
+      }
+      case 17: {  // a loop with a lane-dependent trip count
+        const int l = labels++;
+        k << "  and.b32 %r6, %r0, 7;\n  mov.u32 %r7, 0;\n$LOOP" << l << ":\n"
+          << "  add.u32 " << r() << ", " << r() << ", %r7;\n"
+          << "  fma.rn.f32 " << f() << ", " << f() << ", 0f3F000000, " << f() << ";\n"
+          << "  add.u32 %r7, %r7, 1;\n  setp.le.u32 %p5, %r7, %r6;\n"
+          << "  @%p5 bra $LOOP" << l << ";\n";
+        break;
+      }
+      case 18:  // shared memory: write, barrier, read a neighbour
+        k << "  st.shared.u32 [%r5], " << r() << ";\n  bar.sync 0;\n"
+          << "  xor.b32 %r6, %r4, " << (4 * (1 + pick(15))) << ";\n  and.b32 %r6, %r6, 255;\n"
+          << "  mov.u32 %r7, sm;\n  add.u32 %r7, %r7, %r6;\n"
+          << "  ld.shared.u32 " << r() << ", [%r7];\n  bar.sync 0;\n";
+        break;
+      case 19:  // a broadcast load: every lane the same word
+        k << "  ld.global.u32 " << r() << ", [%rd1+" << 4 * pick(32) << "];\n";
+        break;
+      case 20:  // a gathered load
+        k << "  and.b32 %r6, " << r() << ", 63;\n  mul.wide.u32 %rd4, %r6, 4;\n"
+          << "  add.s64 %rd5, %rd1, %rd4;\n  " << guard << "ld.global.u32 " << r()
+          << ", [%rd5];\n";
+        break;
+      case 21:
+        k << "  cvt.rzi.s32.f32 " << r() << ", " << f() << ";\n";
+        break;
+      case 22:
+        k << "  mul.wide.s32 %rd6, " << r() << ", " << r() << ";\n"
+          << "  cvt.u32.u64 " << r() << ", %rd6;\n  shr.u64 %rd6, %rd6, 32;\n"
+          << "  cvt.u32.u64 " << r() << ", %rd6;\n";
+        break;
+      default:
+        k << "  " << guard << "mov.b32 " << f() << ", " << r() << ";\n";
+        break;
+    }
+  }
+  k << "  mul.wide.u32 %rd7, %r3, 64;\n  add.s64 %rd8, %rd0, %rd7;\n";
+  for (int i = 0; i < 8; ++i) k << "  st.global.u32 [%rd8+" << 4 * i << "], %r" << 8 + i << ";\n";
+  for (int i = 0; i < 8; ++i) k << "  st.global.f32 [%rd8+" << 32 + 4 * i << "], %f" << i << ";\n";
+  k << "  ret;\n}\n";
+  return k.str();
+}
+
+TEST_F(JitTest, RandomKernelsAgreeBitForBit) {
+  std::mt19937 rng(20261203);
+  const int kKernels = 40;
+  const Dim3 grid{2, 1, 1}, block{64, 1, 1};
+  const size_t threads = 128;
+  for (int n = 0; n < kKernels; ++n) {
+    const std::string ptx = RandomKernel(rng, 20 + n * 2);
+    std::vector<uint32_t> in(threads * 4);
+    for (auto& v : in) v = rng();
+    // Some words as small floats, so that float arithmetic sees ordinary values too.
+    for (size_t i = 0; i < in.size(); i += 3) {
+      float x = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 37.0f;
+      std::memcpy(&in[i], &x, 4);
+    }
+    Outcome a = RunWith(Engine::kInterp, ptx, in, threads * 16, grid, block);
+    Outcome b = RunWith(Engine::kJit, ptx, in, threads * 16, grid, block);
+    ASSERT_TRUE(a.status.ok()) << "kernel " << n << ": " << a.status.message() << "\n" << ptx;
+    ASSERT_EQ(a.status.code(), b.status.code()) << "kernel " << n << "\n" << ptx;
+    ASSERT_EQ(a.out.size(), b.out.size());
+    // Words 8 to 15 of each thread are its float registers. Where both are NaN the payloads
+    // may differ: x86 propagates one operand's payload and which one depends on operand order,
+    // which LLVM may swap for commutative operations (PTX defines no payload: the hardware
+    // returns its canonical NaN, which neither engine imitates).
+    auto nan = [](uint32_t w) { return (w & 0x7F800000u) == 0x7F800000u && (w & 0x7FFFFFu) != 0; };
+    size_t first_diff = a.out.size();
+    for (size_t i = 0; i < a.out.size(); ++i) {
+      if (i % 16 >= 8 && nan(a.out[i]) && nan(b.out[i])) continue;
+      if (a.out[i] != b.out[i]) {
+        first_diff = i;
+        break;
+      }
+    }
+    ASSERT_EQ(first_diff, a.out.size())
+        << "kernel " << n << ": thread " << first_diff / 16 << " word " << first_diff % 16
+        << ": interpreter 0x" << std::hex << a.out[first_diff] << ", compiled 0x"
+        << b.out[first_diff] << "\n"
+        << ptx;
+  }
+}
+
+TEST(JitEngineTest, ParsesEngineNames) {
+  EXPECT_EQ(*ParseEngine("interp"), Engine::kInterp);
+  EXPECT_FALSE(ParseEngine("fast").ok());
+  if (JitAvailable()) {
+    EXPECT_EQ(*ParseEngine("jit"), Engine::kJit);
+    EXPECT_EQ(*ParseEngine("auto"), Engine::kAuto);
+  } else {
+    EXPECT_EQ(ParseEngine("jit").status().code(), Code::kNotSupported);
+    EXPECT_EQ(*ParseEngine("auto"), Engine::kInterp);
+  }
+  EXPECT_STREQ(EngineName(Engine::kJit), "jit");
+}
+
+}  // namespace
+}  // namespace pvgpu::ptx
