@@ -1,7 +1,7 @@
 // Tensor-core GEMMs from tests/ptx_corpus/tensor.cu (WMMA through <mma.h>, inline-asm mma.sync
-// with ldmatrix, integer mma.sync) against plain host GEMMs. The inputs are small multiples of
-// powers of two so that every sum is exact in the accumulator type: the references do not depend
-// on the accumulation order.
+// with ldmatrix, integer mma.sync, 2:4-sparse mma.sp) against plain host GEMMs. The inputs are
+// small multiples of powers of two so that every sum is exact in the accumulator type: the
+// references do not depend on the accumulation order.
 #include <algorithm>
 #include <cstring>
 
@@ -111,9 +111,65 @@ TEST_P(TensorCorpusTest, IntegerMmaSaturates) {
   EXPECT_LT(saturated, m * n * (k / 32));
 }
 
+// A 2:4-sparse A (two zeros in every chunk of four columns) compressed for mma.sp: the kept
+// elements of each row in order, and per chunk a 4-bit field with the kept positions (the
+// smaller in bits 0-1), four chunks to a 16-bit word. A chunk with fewer than two non-zeros
+// keeps zeros at its first free positions.
+struct Sparse24 {
+  std::vector<uint16_t> kept, meta;
+};
+Sparse24 Compress24(const std::vector<uint16_t>& dense, int m, int k) {
+  Sparse24 s;
+  s.kept.reserve(dense.size() / 2);
+  s.meta.assign(static_cast<size_t>(m) * k / 16, 0);
+  for (int i = 0; i < m; ++i) {
+    for (int ch = 0; ch < k / 4; ++ch) {
+      const uint16_t* x = &dense[static_cast<size_t>(i) * k + ch * 4];
+      int pos[2], n = 0;
+      for (int q = 0; q < 4 && n < 2; ++q)
+        if ((x[q] & 0x7FFF) != 0) pos[n++] = q;
+      for (int q = 0; q < 4 && n < 2; ++q)
+        if ((x[q] & 0x7FFF) == 0 && (n == 0 || pos[0] != q)) pos[n++] = q;
+      if (pos[0] > pos[1]) std::swap(pos[0], pos[1]);
+      s.kept.push_back(x[pos[0]]);
+      s.kept.push_back(x[pos[1]]);
+      s.meta[static_cast<size_t>(i) * (k / 16) + ch / 4] |=
+          static_cast<uint16_t>((pos[0] | (pos[1] << 2)) << (4 * (ch % 4)));
+    }
+  }
+  return s;
+}
+
+TEST_P(TensorCorpusTest, SparseMmaGemm) {
+  auto& r = Load("tensor");
+  const int m = 32, n = 16, k = 96;
+  // Dense A with two random columns of every chunk of four zeroed (some kept values are zero
+  // too); row-major.
+  auto a = Halves(m * k, 16, 1.0f / 8);
+  for (int i = 0; i < m * k; i += 4) {
+    const int x = static_cast<int>(rng_() % 4), y = (x + 1 + static_cast<int>(rng_() % 3)) % 4;
+    a[i + x] = a[i + y] = 0;
+  }
+  auto b = Halves(k * n, 16, 1.0f / 8);  // column-major: b[j * k + kk]
+  Sparse24 s = Compress24(a, m, k);
+  uint64_t da = r.mem().Upload(s.kept), dm = r.mem().Upload(s.meta), db = r.mem().Upload(b),
+           dc = r.mem().Alloc(m * n * 4);
+  ASSERT_TRUE(
+      r.Launch("spmma_gemm", {n / 8, m / 16, 1}, {32, 1, 1}, {da, dm, db, dc, m, n, k}).ok());
+  auto c = r.mem().Download<float>(dc, m * n);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double want = 0;
+      for (int kk = 0; kk < k; ++kk)
+        want += double{HalfToFloat(a[i * k + kk])} * HalfToFloat(b[j * k + kk]);
+      ASSERT_EQ(c[i * n + j], want) << i << "," << j;
+    }
+  }
+}
+
 // tf32 inputs: f32 values rounded to tf32 (nearest, ties away) by the kernel itself. The
-// inputs have up to 13 significant bits, so rounding drops some: the reference rounds them the way the
-// ISA defines cvt.rna.tf32.f32 and then sums exactly (every product and partial sum fits f32).
+// inputs have up to 13 significant bits, so rounding drops some: the reference rounds them the way
+// the ISA defines cvt.rna.tf32.f32 and then sums exactly (every product and partial sum fits f32).
 float RoundToTf32(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, 4);

@@ -816,6 +816,86 @@ TEST(MemoryFormsTest, V8LoadsAndStoresOf32BitElements) {
   EXPECT_FALSE(shared.ok());
 }
 
+// .v8 of 16- and 8-bit elements (128- and 64-bit accesses): every state space, 16-bit registers
+// or wider ones (zero- or sign-extended), and the whole access checked before either half runs.
+TEST(MemoryFormsTest, V8LoadsAndStoresOf16And8BitElements) {
+  // in: halves 1..8 (words 0-3), then bytes 0x81..0x88 (words 4-5).
+  const std::vector<uint32_t> in = {0x00020001, 0x00040003, 0x00060005,
+                                    0xFFF80007, 0x84838281, 0x88878685};
+  auto r = RunSnippet(R"(
+  .local .align 16 .b8 l[16];
+  ld.global.v8.b16 {%h0, %h1, %h2, %h3, %h4, %h5, %h6, %h7}, [%rd1];
+  st.global.v8.b16 [%rd0], {%h7, %h6, %h5, %h4, %h3, %h2, %h1, %h0};
+  // Through shared and local memory and a generic address, into 32-bit registers.
+  st.shared.v8.b16 [s], {%h0, %h1, %h2, %h3, %h4, %h5, %h6, %h7};
+  ld.shared.v8.s16 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [s];
+  st.global.v4.b32 [%rd0+16], {%r1, %r4, %r7, %r8};
+  st.local.v8.u16 [l], {%h0, %h0, %h1, %h1, %h2, %h2, %h7, %h7};
+  ld.local.v8.u16 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [l];
+  st.global.v2.b32 [%rd0+32], {%r3, %r8};
+  add.s64 %rd2, %rd1, 16;
+  ld.v8.u8 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd2];
+  st.global.v4.b32 [%rd0+48], {%r1, %r2, %r7, %r8};
+  ld.global.nc.v8.s8 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd2];
+  st.global.v8.b8 [%rd0+64], {%r8, %r7, %r6, %r5, %r4, %r3, %r2, %r1};
+  st.global.b32 [%rd0+72], %r1;
+  ld.const.v8.b16 {%h0, %h1, %h2, %h3, %h4, %h5, %h6, %h7}, [c];
+  st.global.v2.b16 [%rd0+76], {%h0, %h7};
+  // The eight bytes of the out pointer, from the parameter space.
+  ld.param.v8.u8 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [out];
+  shl.b32 %r2, %r2, 8;
+  shl.b32 %r3, %r3, 16;
+  shl.b32 %r4, %r4, 24;
+  or.b32 %r1, %r1, %r2;
+  or.b32 %r1, %r1, %r3;
+  or.b32 %r1, %r1, %r4;
+  mov.b64 {%r9, %r10}, %rd0;
+  xor.b32 %r1, %r1, %r9;
+  st.global.b32 [%rd0+80], %r1;
+  )",
+                      in, 21, 1,
+                      ".shared .align 16 .b8 s[16];\n"
+                      ".const .align 16 .b16 c[8] = {10, 11, 12, 13, 14, 15, 16, 17};");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  auto words = [&](size_t first, size_t n) {
+    return std::vector<uint32_t>(r.out.begin() + first, r.out.begin() + first + n);
+  };
+  using W = std::vector<uint32_t>;
+  EXPECT_EQ(words(0, 4), (W{0x0007FFF8, 0x00050006, 0x00030004, 0x00010002}));  // reversed
+  EXPECT_EQ(words(4, 4), (W{1, 4, 7, 0xFFFFFFF8}));                // .s16, sign-extended
+  EXPECT_EQ(words(8, 4), (W{2, 0xFFF8, 0xDEADBEEF, 0xDEADBEEF}));  // .u16, zero-extended
+  EXPECT_EQ(words(12, 4), (W{0x81, 0x82, 0x87, 0x88}));            // .u8
+  EXPECT_EQ(words(16, 2), (W{0x85868788, 0x81828384}));            // bytes reversed
+  EXPECT_EQ(r.out[18], 0xFFFFFF81u);                               // .s8
+  EXPECT_EQ(r.out[19], 0x0011000Au);                               // .const
+  EXPECT_EQ(r.out[20], 0u);  // the parameter's bytes are the out pointer's low word
+
+  // Aligned to 8 but not 16: the whole access faults before either half runs.
+  auto misaligned = RunSnippet(R"(
+  st.global.v8.b16 [%rd0+8], {%h0, %h0, %h0, %h0, %h0, %h0, %h0, %h0};
+  )",
+                               {}, 6, 1);
+  EXPECT_EQ(misaligned.status.code(), Code::kMisalignedAddress) << misaligned.status.ToString();
+  EXPECT_EQ(misaligned.out[2], 0xDEADBEEFu);
+  // One byte short of the buffer: an out-of-bounds fault, nothing stored.
+  auto outside = RunSnippet(R"(
+  ld.global.v8.b8 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd1+8];
+  st.global.b32 [%rd0], %r1;
+  )",
+                            {1, 2, 3}, 1, 1);
+  EXPECT_EQ(outside.status.code(), Code::kIllegalAddress) << outside.status.ToString();
+
+  // ldu has no .v8, and .v8 stops at 32-bit elements.
+  for (const char* bad : {
+           "ldu.global.v8.b16 {%h0, %h1, %h2, %h3, %h4, %h5, %h6, %h7}, [%rd1];",
+           "ld.global.v8.b64 {%rd2, %rd3, %rd4, %rd5, %rd6, %rd7, %rd8, %rd9}, [%rd1];",
+           "ld.global.v8.b16 {%h0, %h1, %h2, %h3}, [%rd1];",
+       }) {
+    Runner runner(SnippetKernel(bad));
+    EXPECT_FALSE(runner.ok()) << bad;
+  }
+}
+
 TEST(AtomicFormsTest, Atom128CasAndExch) {
   auto r = RunSnippet(R"(
   .reg .b128 %q<5>;

@@ -268,26 +268,45 @@ bool ExecRangeCheck(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
-// ld/st.global.v8 of 32-bit elements; `half` is the .v4 access of the first four.
-Status LowerV8(LowerCtx& c, bool store, const Inst& half, MemSpace space,
+// ld/st.v8: 32-bit elements in global memory (sm_100's 256-bit accesses), or 8- and 16-bit
+// elements in any state space (64- and 128-bit accesses, which ptxas takes from sm_50 on).
+// `half` is the .v4 access of the first four elements; the whole access is checked first, so a
+// fault leaves memory and registers untouched.
+Status LowerV8(LowerCtx& c, bool store, const Inst& half, MemSpace space, uint32_t bytes,
                const ast::Operand& val_op) {
-  if (space != MemSpace::kGlobal && space != MemSpace::kGeneric)
-    return c.Unsupported(".v8 accesses global memory");
+  if (bytes == 4 && space != MemSpace::kGlobal && space != MemSpace::kGeneric)
+    return c.Unsupported(".v8 of 32-bit elements accesses global memory");
   if (val_op.kind != ast::Operand::Kind::kVector || val_op.elems.size() != 8)
     return c.ErrAt(val_op, "expected a vector of 8 registers");
   const Ty t = c.TypeMod();
-  const Ty val_ty = IsSigned(t) && !store ? t : Ty::kB32;
+  const Ty raw = bytes == 4 ? Ty::kB32 : bytes == 2 ? Ty::kB16 : Ty::kB8;
+  const Ty val_ty = IsSigned(t) && !store ? t : raw;
   Inst parts[2] = {half, half};
-  parts[1].imm += 16;
+  parts[1].imm += 4 * bytes;
   if (store) {
     for (int k = 0; k < 8; ++k) {
-      PVGPU_ASSIGN_OR_RETURN(parts[k / 4].a[k % 4], c.SrcOp(val_op.elems[k], Ty::kB32));
+      PVGPU_ASSIGN_OR_RETURN(parts[k / 4].a[k % 4], c.SrcOp(val_op.elems[k], raw));
     }
   }
   Inst check = half;
-  check.fn = space == MemSpace::kGlobal ? &ExecRangeCheck<MemSpace::kGlobal>
-                                        : &ExecRangeCheck<MemSpace::kGeneric>;
-  check.n = 32;
+  switch (space) {
+    case MemSpace::kGlobal:
+      check.fn = &ExecRangeCheck<MemSpace::kGlobal>;
+      break;
+    case MemSpace::kShared:
+      check.fn = &ExecRangeCheck<MemSpace::kShared>;
+      break;
+    case MemSpace::kLocal:
+      check.fn = &ExecRangeCheck<MemSpace::kLocal>;
+      break;
+    case MemSpace::kKParam:
+      check.fn = &ExecRangeCheck<MemSpace::kKParam>;
+      break;
+    default:
+      check.fn = &ExecRangeCheck<MemSpace::kGeneric>;
+      break;
+  }
+  check.n = static_cast<uint16_t>(8 * bytes);
   check.flags |= store ? 2 : 0;
   c.Emit(check);
   const bool poll = !store && (c.Has(".volatile") || c.Has(".relaxed") || c.Has(".acquire"));
@@ -325,9 +344,10 @@ Status LowerLdSt(LowerCtx& c, bool store) {
   uint32_t bytes = b128 ? 8 : TypeSize(t);
   if (bytes == 0 || bytes > 8) return c.Unsupported("type");
   int vec = c.Has(".v2") ? 2 : c.Has(".v4") ? 4 : 1;
-  // .v8 (32-bit elements, global memory): two .v4 halves after one check of the whole access.
+  // .v8 (up to 32-bit elements; not ldu): two .v4 halves after one check of the whole access.
   const bool v8 = c.Has(".v8");
-  if ((v8 && (bytes != 4 || b128)) || (b128 && vec != 1)) return c.Unsupported();
+  if ((v8 && (bytes > 4 || b128 || c.inst().opcode == "ldu")) || (b128 && vec != 1))
+    return c.Unsupported();
   if (b128) vec = 2;
   if (v8) vec = 4;
   const ast::Operand& addr_op = store ? c.ops()[0] : c.ops()[1];
@@ -356,7 +376,7 @@ Status LowerLdSt(LowerCtx& c, bool store) {
       break;
   }
   if (!in.fn) return c.Unsupported();
-  if (v8) return LowerV8(c, store, in, a.space, val_op);
+  if (v8) return LowerV8(c, store, in, a.space, bytes, val_op);
   if (!store && a.space == MemSpace::kShared && bytes == 4 && vec == 1 && a.base32)
     in.fn = ExecLdShared32;
   // Values travel as raw bits: the register class follows the element size.

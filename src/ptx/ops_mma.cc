@@ -1,36 +1,18 @@
-// Tensor-core instructions: mma.sync (the shapes defined up to sm_90, not wgmma), wmma.load /
-// wmma.store / wmma.mma, and ldmatrix / stmatrix / movmatrix. Each is warp-collective: the
-// handler reads the fragments of all 32 lanes at once, so the whole warp must execute it together
-// (.sync.aligned) and a partial warp faults. Accumulation order and rounding, and the wmma
-// fragment layout the ISA leaves unspecified, are described in docs/tensor-cores.md.
+// Tensor-core instructions: mma.sync (the shapes defined up to sm_90, not wgmma; the sparse
+// mma.sp forms are in ops_mma_sp.cc), wmma.load / wmma.store / wmma.mma, and ldmatrix /
+// stmatrix / movmatrix. Each is warp-collective: the handler reads the fragments of all 32 lanes
+// at once, so the whole warp must execute it together (.sync.aligned) and a partial warp faults.
+// Accumulation order and rounding, and the wmma fragment layout the ISA leaves unspecified, are
+// described in docs/tensor-cores.md.
 #include <bit>
 #include <cstdio>
 
-#include "ptx/exec_util.h"
 #include "ptx/half.h"
 #include "ptx/memory.h"
+#include "ptx/mma_common.h"
 
 namespace pvgpu::ptx {
-namespace {
-
-// Element types of matrix operands. kTF32 is an f32 bit pattern of which mma reads the top 19
-// bits; kE4M3 and kE5M2 are the 8-bit floats; kB1 is one bit. Integer types come last.
-enum class El : uint8_t {
-  kNone,
-  kF16,
-  kBF16,
-  kTF32,
-  kF32,
-  kF64,
-  kE4M3,
-  kE5M2,
-  kS8,
-  kU8,
-  kS4,
-  kU4,
-  kB1,
-  kS32
-};
+namespace mma {
 
 El ParseEl(const std::string& m) {
   static const std::pair<const char*, El> kNames[] = {
@@ -51,33 +33,6 @@ std::vector<El> ElMods(const LowerCtx& c) {
   return v;
 }
 
-uint32_t ElBits(El e) {
-  switch (e) {
-    case El::kF16:
-    case El::kBF16:
-      return 16;
-    case El::kF64:
-      return 64;
-    case El::kE4M3:
-    case El::kE5M2:
-    case El::kS8:
-    case El::kU8:
-      return 8;
-    case El::kS4:
-    case El::kU4:
-      return 4;
-    case El::kB1:
-      return 1;
-    default:
-      return 32;
-  }
-}
-// Elements packed in one register (f64 fragments use 64-bit registers).
-uint32_t PerReg(El e) { return e == El::kF64 ? 1 : 32 / ElBits(e); }
-bool IsIntEl(El e) { return e >= El::kS8; }
-
-// Value of element j of a fragment register. Every element type is exact in a double, and so
-// are the integer sums below (well under 2^53).
 double Decode(El e, uint64_t word, uint32_t j) {
   const uint32_t bits = ElBits(e);
   const uint64_t v = bits == 64 ? word : (word >> (j * bits)) & ((uint64_t{1} << bits) - 1);
@@ -118,8 +73,6 @@ double Decode(El e, uint64_t word, uint32_t j) {
   }
 }
 
-// Bits of an accumulator element; `sat` clamps integer results to the s32 range (.satfinite),
-// otherwise they wrap.
 uint64_t Encode(El e, double v, bool sat) {
   switch (e) {
     case El::kF16:
@@ -149,6 +102,7 @@ bool NeedFullWarp(const Inst& in, Warp& w, uint32_t m, const char* what) {
   return false;
 }
 
+namespace {
 uint64_t RegWord(uint8_t* r, uint32_t off, int lane, bool wide) {
   return wide ? LoadReg<uint64_t>(r, off, lane) : LoadReg<uint32_t>(r, off, lane);
 }
@@ -158,79 +112,39 @@ void SetRegWord(uint8_t* r, uint32_t off, int lane, bool wide, uint64_t v) {
   else
     StoreReg<uint32_t>(r, off, lane, static_cast<uint32_t>(v));
 }
+}  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// Matrix multiply-accumulate: mma.sync and wmma.mma share the arithmetic and differ in where a
-// fragment element lives.
-
-struct MmaDesc {
-  uint8_t m = 0, n = 0;
-  uint16_t k = 0;
-  El a = El::kNone, b = El::kNone, c = El::kNone, d = El::kNone;
-};
-static_assert(sizeof(MmaDesc) == sizeof(int64_t));
-
-// Which operand a fragment holds.
-enum Which : int { kA, kB, kC };
-
-struct Pos {
-  uint32_t row, col;
-};
-
-// mma.sync fragments (the ISA's tables), for element j of register r of lane `lane`, with
-// `per` elements per register. groupID = lane / 4 and threadID_in_group = lane % 4:
-//   A: row = groupID + 8 * (r % 2), col = (r / 2) * 4 * per + threadID_in_group * per + j
-//   B: row = r * 4 * per + threadID_in_group * per + j, col = groupID
-//   C, D: with i = r * per + j, row = groupID + 8 * (i / 2), col = threadID_in_group * 2 + i % 2
-Pos MmaPos(Which which, int lane, uint32_t r, uint32_t j, uint32_t per) {
-  const uint32_t g = static_cast<uint32_t>(lane) >> 2, t = static_cast<uint32_t>(lane) & 3;
-  switch (which) {
-    case kA:
-      return {g + 8 * (r & 1), (r >> 1) * 4 * per + t * per + j};
-    case kB:
-      return {r * 4 * per + t * per + j, g};
-    default: {
-      const uint32_t i = r * per + j;
-      return {g + 8 * (i >> 1), t * 2 + (i & 1)};
+void GatherFragment(Which which, El el, uint8_t* r, const uint32_t* regs, uint32_t count,
+                    uint32_t cols, double* out) {
+  const uint32_t per = PerReg(el);
+  const bool wide = el == El::kF64;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (uint32_t q = 0; q < count; ++q) {
+      const uint64_t word = RegWord(r, regs[q], lane, wide);
+      for (uint32_t j = 0; j < per; ++j) {
+        const Pos p = MmaPos(which, lane, q, j, per);
+        out[p.row * cols + p.col] = Decode(el, word, j);
+      }
     }
   }
 }
 
-// wmma fragments (our layout; the ISA leaves it unspecified): element e of lane `lane` is entry
-// (e * 32 + lane) mod (rows * cols) of the matrix in row-major order. f16 A and B fragments have
-// 16 elements per lane whatever the shape, so they hold entries once (32x16 A, 16x32 B), twice
-// (16x16) or four times (16x8 B of m32n8k16, 8x16 A of m8n32k16).
-Pos WmmaPos(int lane, uint32_t e, uint32_t rows, uint32_t cols) {
-  const uint32_t idx = (e * 32 + static_cast<uint32_t>(lane)) % (rows * cols);
-  return {idx / cols, idx % cols};
-}
-
-// mma.m8n8k4 with .f16 inputs is four independent 8x8x4 products: computation q runs on the
-// "low group" lanes 4q..4q+3 and the "high group" 16+4q..16+4q+3. With l = lane % 4, h = 4 for
-// the high group (else 0) and i the element index in the fragment (the ISA's table):
-//   A row-major: (l + h, i); column-major: (i + h, l)
-//   B row-major: (l, i + h); column-major: (i, l + h)
-//   C, D f16: (l + h, i); f32: ((lane & 1) + (i & 2) + h, (i & 4) + (lane & 2) + (i & 1))
-Pos Mma884Pos(Which which, int lane, uint32_t i, bool col_major, bool f32) {
-  const uint32_t l = static_cast<uint32_t>(lane) % 4, h = lane >= 16 ? 4 : 0;
-  const auto bits = static_cast<uint32_t>(lane);
-  switch (which) {
-    case kA:
-      return col_major ? Pos{i + h, l} : Pos{l + h, i};
-    case kB:
-      return col_major ? Pos{i, l + h} : Pos{l, i + h};
-    default:
-      if (!f32) return {l + h, i};
-      return {(bits & 1) + (i & 2) + h, (i & 4) + (bits & 2) + (i & 1)};
+void ScatterFragment(El el, uint8_t* r, const uint32_t* regs, uint32_t count, uint32_t cols,
+                     const double* D, bool sat) {
+  const uint32_t per = PerReg(el), bits = ElBits(el);
+  const bool wide = el == El::kF64;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (uint32_t q = 0; q < count; ++q) {
+      uint64_t word = 0;
+      for (uint32_t j = 0; j < per; ++j) {
+        const Pos p = MmaPos(kC, lane, q, j, per);
+        word |= Encode(el, D[p.row * cols + p.col], sat) << (j * bits);
+      }
+      SetRegWord(r, regs[q], lane, wide, word);
+    }
   }
 }
 
-enum Layout : int { kMmaLayout, kWmmaLayout, kMma884Layout };
-
-constexpr uint32_t kMaxA = 16 * 256, kMaxB = 256 * 8, kMaxC = 16 * 16;
-
-// D = A * B + C on matrices in row-major arrays, each element in one chain over k in order,
-// starting from C. flags as for ExecMma.
 void Multiply(const MmaDesc& s, uint8_t flags, const double* A, const double* B, const double* C,
               double* D) {
   const uint32_t M = s.m, N = s.n, K = s.k;
@@ -273,6 +187,114 @@ void Multiply(const MmaDesc& s, uint8_t flags, const double* A, const double* B,
     for (uint32_t j = 0; j < N; ++j) D[i * N + j] = acc[j];
   }
 }
+
+Status FragmentRegs(LowerCtx& c, const ast::Operand& o, uint32_t count, Ty t, bool dst,
+                    std::vector<uint32_t>* out) {
+  std::vector<ast::Operand> elems;
+  if (o.kind == ast::Operand::Kind::kVector)
+    elems = o.elems;
+  else
+    elems.push_back(o);
+  if (elems.size() != count)
+    return c.ErrAt(o, "expected a fragment of " + std::to_string(count) + " registers");
+  for (const auto& e : elems) {
+    uint32_t reg;
+    if (dst) {
+      PVGPU_ASSIGN_OR_RETURN(reg, c.DstOp(e, t));
+    } else {
+      PVGPU_ASSIGN_OR_RETURN(reg, c.SrcOp(e, t));
+    }
+    out->push_back(reg);
+  }
+  return Status::Ok();
+}
+
+bool ParseShape(const LowerCtx& c, uint32_t* m, uint32_t* n, uint32_t* k) {
+  for (const auto& s : c.inst().mods) {
+    unsigned mm, nn, kk;
+    char tail;
+    if (std::sscanf(s.c_str(), ".m%un%uk%u%c", &mm, &nn, &kk, &tail) == 3) {
+      *m = mm;
+      *n = nn;
+      *k = kk;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Layouts(const LowerCtx& c, const char* first, const char* second) {
+  const auto& mods = c.inst().mods;
+  for (size_t i = 0; i + 1 < mods.size(); ++i)
+    if (mods[i] == first && mods[i + 1] == second) return true;
+  return false;
+}
+
+StatusOr<Inst> MmaInst(LowerCtx& c, ExecFn fn, const MmaDesc& s, uint8_t flags, uint32_t na,
+                       uint32_t nb, uint32_t nc, uint32_t nd) {
+  std::vector<uint32_t> list = {na, nb, nc, nd};
+  PVGPU_TRY(FragmentRegs(c, c.ops()[1], na, RegTy(s.a), false, &list));
+  PVGPU_TRY(FragmentRegs(c, c.ops()[2], nb, RegTy(s.b), false, &list));
+  PVGPU_TRY(FragmentRegs(c, c.ops()[3], nc, RegTy(s.c), false, &list));
+  PVGPU_TRY(FragmentRegs(c, c.ops()[0], nd, RegTy(s.d), true, &list));
+  Inst in;
+  in.fn = fn;
+  in.flags = flags;
+  in.imm = std::bit_cast<int64_t>(s);
+  auto& lists = c.img().reg_lists;
+  in.aux = lists.size();
+  lists.insert(lists.end(), list.begin(), list.end());
+  return in;
+}
+
+// Integer and single-bit forms: flags for .satfinite and the b1 operation.
+StatusOr<uint8_t> IntFlags(LowerCtx& c, El a) {
+  uint8_t flags = c.Has(".satfinite") ? 1 : 0;
+  if (a == El::kB1) {
+    if (flags || !c.Has(".popc")) return c.Unsupported("b1 mma needs .xor.popc or .and.popc");
+    if (c.Has(".xor")) return uint8_t{2};
+    if (c.Has(".and")) return uint8_t{4};
+    return c.Unsupported("b1 mma needs .xor.popc or .and.popc");
+  }
+  return flags;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Matrix multiply-accumulate: mma.sync and wmma.mma share the arithmetic and differ in where a
+// fragment element lives.
+
+// wmma fragments (our layout; the ISA leaves it unspecified): element e of lane `lane` is entry
+// (e * 32 + lane) mod (rows * cols) of the matrix in row-major order. f16 A and B fragments have
+// 16 elements per lane whatever the shape, so they hold entries once (32x16 A, 16x32 B), twice
+// (16x16) or four times (16x8 B of m32n8k16, 8x16 A of m8n32k16).
+Pos WmmaPos(int lane, uint32_t e, uint32_t rows, uint32_t cols) {
+  const uint32_t idx = (e * 32 + static_cast<uint32_t>(lane)) % (rows * cols);
+  return {idx / cols, idx % cols};
+}
+
+// mma.m8n8k4 with .f16 inputs is four independent 8x8x4 products: computation q runs on the
+// "low group" lanes 4q..4q+3 and the "high group" 16+4q..16+4q+3. With l = lane % 4, h = 4 for
+// the high group (else 0) and i the element index in the fragment (the ISA's table):
+//   A row-major: (l + h, i); column-major: (i + h, l)
+//   B row-major: (l, i + h); column-major: (i, l + h)
+//   C, D f16: (l + h, i); f32: ((lane & 1) + (i & 2) + h, (i & 4) + (lane & 2) + (i & 1))
+Pos Mma884Pos(Which which, int lane, uint32_t i, bool col_major, bool f32) {
+  const uint32_t l = static_cast<uint32_t>(lane) % 4, h = lane >= 16 ? 4 : 0;
+  const auto bits = static_cast<uint32_t>(lane);
+  switch (which) {
+    case kA:
+      return col_major ? Pos{i + h, l} : Pos{l + h, i};
+    case kB:
+      return col_major ? Pos{i, l + h} : Pos{l, i + h};
+    default:
+      if (!f32) return {l + h, i};
+      return {(bits & 1) + (i & 2) + h, (i & 4) + (bits & 2) + (i & 1)};
+  }
+}
+
+enum Layout : int { kMmaLayout, kWmmaLayout, kMma884Layout };
 
 // Register list: nA, nB, nC, nD, then the registers of a, b, c and d.
 // flags: bit0 .satfinite, bit1 .xor.popc, bit2 .and.popc (b1), bit3 A column-major, bit4 B
@@ -317,6 +339,10 @@ bool ExecMma(const Inst& in, Warp& w, uint32_t m) {
         }
         return;
       }
+      if constexpr (kLayout == kMmaLayout) {
+        GatherFragment(which, el, r, regs, count, cols, out);
+        return;
+      }
       for (int x = 0; x < nlanes; ++x) {
         const int lane = lanes[x];
         for (uint32_t q = 0; q < count; ++q) {
@@ -332,9 +358,13 @@ bool ExecMma(const Inst& in, Warp& w, uint32_t m) {
     gather(kB, s.b, rb, nb, B, K, N);
     gather(kC, s.c, rc, nc, C, M, N);
     Multiply(s, in.flags, A, B, C, D);
+    const bool sat = in.flags & 1;
+    if constexpr (kLayout == kMmaLayout) {
+      ScatterFragment(s.d, r, rd, nd, N, D, sat);
+      return false;
+    }
     const uint32_t per = PerReg(s.d), bits = ElBits(s.d);
     const bool wide = s.d == El::kF64;
-    const bool sat = in.flags & 1;
     for (int x = 0; x < nlanes; ++x) {
       const int lane = lanes[x];
       for (uint32_t q = 0; q < nd; ++q) {
@@ -350,90 +380,20 @@ bool ExecMma(const Inst& in, Warp& w, uint32_t m) {
   return false;
 }
 
-// A fragment operand: a brace list of registers, or one register.
-Status FragmentRegs(LowerCtx& c, const ast::Operand& o, uint32_t count, Ty t, bool dst,
-                    std::vector<uint32_t>* out) {
-  std::vector<ast::Operand> elems;
-  if (o.kind == ast::Operand::Kind::kVector)
-    elems = o.elems;
-  else
-    elems.push_back(o);
-  if (elems.size() != count)
-    return c.ErrAt(o, "expected a fragment of " + std::to_string(count) + " registers");
-  for (const auto& e : elems) {
-    uint32_t reg;
-    if (dst) {
-      PVGPU_ASSIGN_OR_RETURN(reg, c.DstOp(e, t));
-    } else {
-      PVGPU_ASSIGN_OR_RETURN(reg, c.SrcOp(e, t));
-    }
-    out->push_back(reg);
-  }
-  return Status::Ok();
-}
-
-Ty RegTy(El e) { return e == El::kF64 ? Ty::kF64 : e == El::kF32 ? Ty::kF32 : Ty::kB32; }
-
-// Parses ".mMnNkK" among the modifiers.
-bool ParseShape(const LowerCtx& c, uint32_t* m, uint32_t* n, uint32_t* k) {
-  for (const auto& s : c.inst().mods) {
-    unsigned mm, nn, kk;
-    char tail;
-    if (std::sscanf(s.c_str(), ".m%un%uk%u%c", &mm, &nn, &kk, &tail) == 3) {
-      *m = mm;
-      *n = nn;
-      *k = kk;
-      return true;
-    }
-  }
-  return false;
-}
-
-// Whether the modifiers name layout `first` before layout `second` (".row.col").
-bool Layouts(const LowerCtx& c, const char* first, const char* second) {
-  const auto& mods = c.inst().mods;
-  for (size_t i = 0; i + 1 < mods.size(); ++i)
-    if (mods[i] == first && mods[i + 1] == second) return true;
-  return false;
-}
-
-// Emits an mma-like instruction with its register list.
+// Emits an mma-like instruction of four operands with its register list.
 Status EmitMma(LowerCtx& c, ExecFn fn, const MmaDesc& s, uint8_t flags, uint32_t na, uint32_t nb,
                uint32_t nc, uint32_t nd) {
   PVGPU_TRY(c.NeedOps(4));
-  std::vector<uint32_t> list = {na, nb, nc, nd};
-  PVGPU_TRY(FragmentRegs(c, c.ops()[1], na, RegTy(s.a), false, &list));
-  PVGPU_TRY(FragmentRegs(c, c.ops()[2], nb, RegTy(s.b), false, &list));
-  PVGPU_TRY(FragmentRegs(c, c.ops()[3], nc, RegTy(s.c), false, &list));
-  PVGPU_TRY(FragmentRegs(c, c.ops()[0], nd, RegTy(s.d), true, &list));
-  Inst in;
-  in.fn = fn;
-  in.flags = flags;
-  in.imm = std::bit_cast<int64_t>(s);
-  auto& lists = c.img().reg_lists;
-  in.aux = lists.size();
-  lists.insert(lists.end(), list.begin(), list.end());
+  PVGPU_ASSIGN_OR_RETURN(Inst in, MmaInst(c, fn, s, flags, na, nb, nc, nd));
   c.Emit(in);
   return Status::Ok();
-}
-
-// Integer and single-bit forms: flags for .satfinite and the b1 operation.
-StatusOr<uint8_t> IntFlags(LowerCtx& c, El a) {
-  uint8_t flags = c.Has(".satfinite") ? 1 : 0;
-  if (a == El::kB1) {
-    if (flags || !c.Has(".popc")) return c.Unsupported("b1 mma needs .xor.popc or .and.popc");
-    if (c.Has(".xor")) return uint8_t{2};
-    if (c.Has(".and")) return uint8_t{4};
-    return c.Unsupported("b1 mma needs .xor.popc or .and.popc");
-  }
-  return flags;
 }
 
 // mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype{.op.popc} d, a, b, c.
 Status LowerMmaSync(LowerCtx& c) {
   if (!c.Has(".sync") || !c.Has(".aligned")) return c.Unsupported("mma needs .sync.aligned");
-  if (c.Has(".sp") || c.Has(".sp::ordered_metadata") || c.Has(".block_scale"))
-    return c.Unsupported("sparse and block-scaled mma");
+  if (c.Has(".block_scale")) return c.Unsupported("block-scaled mma");
+  if (c.Has(".sp") || c.Has(".sp::ordered_metadata")) return LowerMmaSparse(c);
   uint32_t M, N, K;
   std::vector<El> t = ElMods(c);
   if (!ParseShape(c, &M, &N, &K) || t.size() != 4) return c.Unsupported();
@@ -855,13 +815,14 @@ Status LowerMovMatrix(LowerCtx& c) {
 }
 
 }  // namespace
+}  // namespace mma
 
 void RegisterMma(OpTable& t) {
-  t.Add("mma", LowerMmaSync);
-  t.Add("wmma", LowerWmma);
-  t.Add("ldmatrix", LowerLdMatrix);
-  t.Add("stmatrix", LowerStMatrix);
-  t.Add("movmatrix", LowerMovMatrix);
+  t.Add("mma", mma::LowerMmaSync);
+  t.Add("wmma", mma::LowerWmma);
+  t.Add("ldmatrix", mma::LowerLdMatrix);
+  t.Add("stmatrix", mma::LowerStMatrix);
+  t.Add("movmatrix", mma::LowerMovMatrix);
 }
 
 }  // namespace pvgpu::ptx

@@ -1,6 +1,7 @@
-// Tensor-core instructions (ops_mma.cc): each mma.sync form against a host GEMM, with the
-// fragments packed on the host from the PTX ISA's fragment tables; wmma load/store/mma; and
-// ldmatrix / stmatrix / movmatrix; plus the faults (partial warp, misaligned, out of bounds).
+// Tensor-core instructions (ops_mma.cc, ops_mma_sp.cc): each mma.sync and mma.sp form against a
+// host GEMM, with the fragments packed on the host from the PTX ISA's fragment tables; wmma
+// load/store/mma; and ldmatrix / stmatrix / movmatrix; plus the faults (partial warp,
+// misaligned, out of bounds) and the forms that must fail to load.
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -129,6 +130,36 @@ struct MmaForm {
   bool block_diag = false;
 };
 
+// Fragment registers of the harness kernels: %r1... (%x0... for 64-bit fragments) hold the
+// inputs, %r20... (%x16...) receive D.
+std::string FragReg(bool wide, int i) { return (wide ? "%x" : "%r") + std::to_string(i); }
+std::string FragList(bool wide, int first, int n) {
+  std::string s = "{";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + FragReg(wide, first + i);
+  return s + "}";
+}
+int FirstIn(bool wide) { return wide ? 0 : 1; }
+int FirstD(bool wide) { return wide ? 16 : 20; }
+
+// Kernel body: each lane loads `in_regs` registers from its `words` words of the input, runs
+// `inst` (a complete instruction), and stores its `nd` D registers at the same place of the
+// output.
+std::string FragmentKernel(const std::string& inst, int in_regs, int nd, int words, bool wide) {
+  const std::string ldt = wide ? "b64" : "b32";
+  const int rb = wide ? 8 : 4, first = FirstIn(wide), d0 = FirstD(wide);
+  std::string body = std::string(wide ? "  .reg .f64 %x<20>;\n" : "") +
+                     "  mul.wide.u32 %rd2, %r0, " + std::to_string(words * 4) +
+                     ";\n  add.s64 %rd3, %rd1, %rd2;\n  add.s64 %rd4, %rd0, %rd2;\n";
+  for (int i = 0; i < in_regs; ++i)
+    body += "  ld.global." + ldt + " " + FragReg(wide, first + i) + ", [%rd3+" +
+            std::to_string(i * rb) + "];\n";
+  body += "  " + inst + "\n";
+  for (int i = 0; i < nd; ++i)
+    body += "  st.global." + ldt + " [%rd4+" + std::to_string(i * rb) + "], " +
+            FragReg(wide, d0 + i) + ";\n";
+  return body;
+}
+
 // Runs one mma on random matrices: the host packs each lane's fragment registers from the ISA
 // maps, the kernel loads them, runs the instruction, stores D; the host checks D.
 void CheckMma(const MmaForm& f, uint32_t seed = 1) {
@@ -167,26 +198,12 @@ void CheckMma(const MmaForm& f, uint32_t seed = 1) {
     in.push_back(static_cast<uint32_t>(r));
     if (wide) in.push_back(static_cast<uint32_t>(r >> 32));
   }
-  // Kernel: lane loads its registers, runs the mma, stores D.
-  auto reg = [&](int i) { return (wide ? "%x" : "%r") + std::to_string(i); };
-  auto list = [&](int first, int n) {
-    std::string s = "{";
-    for (int i = 0; i < n; ++i) s += (i ? ", " : "") + reg(first + i);
-    return s + "}";
-  };
-  const int d0 = wide ? 16 : 20, first = wide ? 0 : 1;
-  const std::string ldt = wide ? "b64" : "b32";
-  const int rb = wide ? 8 : 4;
-  std::string body = std::string(wide ? "  .reg .f64 %x<20>;\n" : "") +
-                     "  mul.wide.u32 %rd2, %r0, " + std::to_string(words * 4) +
-                     ";\n  add.s64 %rd3, %rd1, %rd2;\n  add.s64 %rd4, %rd0, %rd2;\n";
-  for (int i = 0; i < in_regs; ++i)
-    body +=
-        "  ld.global." + ldt + " " + reg(first + i) + ", [%rd3+" + std::to_string(i * rb) + "];\n";
-  body += "  " + f.inst + " " + list(d0, f.nd) + ", " + list(first, f.na) + ", " +
-          list(first + f.na, f.nb) + ", " + list(first + f.na + f.nb, f.nc) + ";\n";
-  for (int i = 0; i < f.nd; ++i)
-    body += "  st.global." + ldt + " [%rd4+" + std::to_string(i * rb) + "], " + reg(d0 + i) + ";\n";
+  const bool w = wide;
+  const int first = FirstIn(w);
+  const std::string body = FragmentKernel(
+      f.inst + " " + FragList(w, FirstD(w), f.nd) + ", " + FragList(w, first, f.na) + ", " +
+          FragList(w, first + f.na, f.nb) + ", " + FragList(w, first + f.na + f.nb, f.nc) + ";",
+      in_regs, f.nd, words, w);
   auto r = RunSnippet(body, in, 32 * words, 32);
   ASSERT_TRUE(r.status.ok()) << f.inst << ": " << r.status.ToString();
   // Host reference: one accumulation per output element in k order.
@@ -492,6 +509,362 @@ TEST(MmaTest, PartialWarpFaultsAndBadFormsFailToLoad) {
        }) {
     r = RunSnippet(bad, {}, 1, 32);
     EXPECT_FALSE(r.status.ok()) << bad;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// mma.sp: A is structured sparse. The test draws which elements of each chunk of A are kept,
+// packs the kept ones into the lanes' A registers from the ISA's table of each shape, writes the
+// metadata into the lanes the selector names (every other lane gets random bits, which must be
+// ignored), and checks D against a host product over the kept elements in storage order.
+
+// Where element i of lane l's A registers belongs, per the ISA's table: it is kept element
+// `pos` of the run of dense columns that starts at `firstcol` in row `row`.
+struct SpA {
+  int row, firstcol, pos;
+};
+using SpAMap = std::function<SpA(int lane, int i)>;
+
+struct SpForm {
+  std::string inst;  // after "mma.sp" / "mma.sp::ordered_metadata", without the operands
+  int K;
+  T a, b, acc;       // C and D are of one type
+  int na, nb, nacc;  // registers per fragment
+  SpAMap amap;
+  FragMap bmap;
+  int width, kept;  // chunk width and elements kept per chunk: 4/2, 2/1 (tf32), 8/4 (s4/u4)
+  bool sat = false;
+};
+
+// The metadata lanes of each group of four: a row's chunks come in pieces of four (16 bits of
+// metadata) and each piece has its own lane.
+int SpMetaLanes(const SpForm& f) { return f.K / f.width / 4; }
+
+void CheckMmaSp(const SpForm& f, int selector, bool ordered, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  const int M = 16, N = 8, chunks = f.K / f.width;
+  const std::string inst = (ordered ? "mma.sp::ordered_metadata" : "mma.sp") + f.inst;
+  // Kept element s of chunk ch of row i: its column in the chunk and its value.
+  auto at = [&](int i, int ch, int s) { return (i * chunks + ch) * f.kept + s; };
+  std::vector<int> col(M * chunks * f.kept);
+  std::vector<Val> val(M * chunks * f.kept);
+  std::vector<uint32_t> field(M * chunks);
+  int reversed = 0;
+  for (int i = 0; i < M; ++i) {
+    for (int ch = 0; ch < chunks; ++ch) {
+      uint32_t& fd = field[i * chunks + ch];
+      if (f.kept == 1) {
+        // tf32, 1:2: 0b0100 keeps element 0 of the chunk, 0b1110 element 1.
+        const int e = static_cast<int>(rng() % 2);
+        fd = e ? 0b1110 : 0b0100;
+        col[at(i, ch, 0)] = e;
+      } else {
+        // Two different 2-bit indices (of elements for 2:4, of element pairs for 4:8), the
+        // one in bits 0-1 for the first kept element (pair); sorted for ::ordered_metadata.
+        int x = static_cast<int>(rng() % 4), y = (x + 1 + static_cast<int>(rng() % 3)) % 4;
+        if (ordered && x > y) std::swap(x, y);
+        reversed += x > y;
+        fd = static_cast<uint32_t>(x | (y << 2));
+        for (int s = 0; s < f.kept; ++s) {
+          const int idx = s < f.kept / 2 ? x : y;
+          col[at(i, ch, s)] = f.kept == 2 ? idx : idx * 2 + s % 2;
+        }
+      }
+      for (int s = 0; s < f.kept; ++s) val[at(i, ch, s)] = RandomVal(f.a, rng);
+    }
+  }
+  if (!ordered && f.kept > 1) {
+    ASSERT_GT(reversed, 0) << "no unsorted metadata drawn";
+  }
+  const int in_regs = f.na + f.nb + f.nacc + 1, words = in_regs;
+  const int meta_reg = f.na + f.nb + f.nacc;
+  std::vector<uint32_t> regs(32 * words, 0);
+  for (int lane = 0; lane < 32; ++lane) regs[lane * words + meta_reg] = rng();
+  // A: the kept elements.
+  const int abits = Bits(f.a), aper = 32 / abits;
+  std::vector<bool> seen(val.size(), false);
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < f.na * aper; ++i) {
+      const SpA p = f.amap(lane, i);
+      const int idx = at(p.row, p.firstcol / f.width + p.pos / f.kept, p.pos % f.kept);
+      ASSERT_FALSE(seen[idx]) << inst << " lane " << lane << " i " << i;
+      seen[idx] = true;
+      regs[lane * words + i / aper] |= static_cast<uint32_t>(val[idx].bits << ((i % aper) * abits));
+    }
+  }
+  for (bool x : seen) ASSERT_TRUE(x) << inst << ": the A map misses an element";
+  // B (dense) and C.
+  std::vector<double> B(f.K * N), C(M * N);
+  auto pack = [&](T t, int base, int nregs, const FragMap& map, std::vector<double>& mat) {
+    const int bits = Bits(t), per = 32 / bits;
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int i = 0; i < nregs * per; ++i) {
+        const RC p = map(lane, i);
+        Val v = RandomVal(t, rng);
+        if (f.sat && t == T::kS32)
+          v = {v.v * 20000, static_cast<uint32_t>(static_cast<int32_t>(v.v * 20000))};
+        mat[p.row * N + p.col] = v.v;
+        regs[lane * words + base + i / per] |= static_cast<uint32_t>(v.bits << ((i % per) * bits));
+      }
+    }
+  };
+  pack(f.b, f.na, f.nb, f.bmap, B);
+  pack(f.acc, f.na + f.nb, f.nacc, MapC, C);
+  // Metadata: chunk ch of row i is described by lane 4 * (i % 8) + selector * lanes + ch / 4
+  // (`lanes` per group), bits 16 * (i / 8) + 4 * (ch % 4) up.
+  const int lanes = SpMetaLanes(f);
+  for (int i = 0; i < M; ++i) {
+    for (int ch = 0; ch < chunks; ++ch) {
+      const int lane = 4 * (i % 8) + selector * lanes + ch / 4;
+      const int bit = 16 * (i / 8) + 4 * (ch % 4);
+      uint32_t& word = regs[lane * words + meta_reg];
+      word = (word & ~(15u << bit)) | (field[i * chunks + ch] << bit);
+    }
+  }
+  const int first = FirstIn(false);
+  const std::string body =
+      FragmentKernel(inst + " " + FragList(false, FirstD(false), f.nacc) + ", " +
+                         FragList(false, first, f.na) + ", " + FragList(false, first + f.na, f.nb) +
+                         ", " + FragList(false, first + f.na + f.nb, f.nacc) + ", " +
+                         FragReg(false, first + meta_reg) + ", " + std::to_string(selector) + ";",
+                     in_regs, f.nacc, words, false);
+  auto r = RunSnippet(body, regs, 32 * words, 32);
+  ASSERT_TRUE(r.status.ok()) << inst << ": " << r.status.ToString();
+  const bool is_int = f.acc == T::kS32;
+  const int dper = 32 / Bits(f.acc);
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < f.nacc * dper; ++i) {
+      const RC p = MapC(lane, i);
+      double want;
+      if (is_int) {
+        auto acc = static_cast<int64_t>(C[p.row * N + p.col]);
+        for (int ch = 0; ch < chunks; ++ch)
+          for (int s = 0; s < f.kept; ++s)
+            acc += static_cast<int64_t>(val[at(p.row, ch, s)].v) *
+                   static_cast<int64_t>(B[(ch * f.width + col[at(p.row, ch, s)]) * N + p.col]);
+        if (f.sat) acc = std::clamp<int64_t>(acc, INT32_MIN, INT32_MAX);
+        want = static_cast<int32_t>(static_cast<uint32_t>(acc));
+      } else {
+        auto acc = static_cast<float>(C[p.row * N + p.col]);
+        for (int ch = 0; ch < chunks; ++ch)
+          for (int s = 0; s < f.kept; ++s)
+            acc = std::fma(
+                static_cast<float>(val[at(p.row, ch, s)].v),
+                static_cast<float>(B[(ch * f.width + col[at(p.row, ch, s)]) * N + p.col]), acc);
+        want = f.acc == T::kF16 ? HalfToFloat(FloatToHalf(acc)) : acc;
+      }
+      const uint32_t word = r.out[lane * words + i / dper];
+      double got = static_cast<int32_t>(word);
+      if (f.acc == T::kF16) got = HalfToFloat(static_cast<uint16_t>(word >> (16 * (i % 2))));
+      if (f.acc == T::kF32) got = U2F(word);
+      ASSERT_EQ(got, want) << inst << " selector " << selector << " lane " << lane << " element "
+                           << i << " (" << p.row << "," << p.col << ")";
+    }
+  }
+}
+
+// Every selector the ISA defines for the form, with .sp (indices in either order) and
+// ::ordered_metadata (sorted indices).
+void CheckMmaSpAll(const SpForm& f) {
+  for (int selector = 0; selector < 4 / SpMetaLanes(f); ++selector) {
+    CheckMmaSp(f, selector, false, 10 + selector);
+    CheckMmaSp(f, selector, true, 20 + selector);
+  }
+}
+
+// The A tables of the ISA's sparse fragment sections.
+SpA SpA16x16F16(int l, int i) { return {i < 2 ? G(l) : G(l) + 8, Tq(l) * 4, i & 1}; }
+SpA SpA16x32F16(int l, int i) {
+  return {(i < 2 || (i >= 4 && i < 6)) ? G(l) : G(l) + 8, Tq(l) * 4 + (i >= 4 ? 16 : 0), i & 1};
+}
+SpA SpA16x32I8(int l, int i) { return {i < 4 ? G(l) : G(l) + 8, Tq(l) * 8, i & 3}; }
+SpA SpA16x64I8(int l, int i) {
+  return {(i < 4 || (i >= 8 && i < 12)) ? G(l) : G(l) + 8, Tq(l) * 8 + (i >= 8 ? 32 : 0), i & 3};
+}
+// B as in the dense mma.sync tables of the same K.
+RC SpB16F16(int l, int i) { return {Tq(l) * 2 + (i & 1) + (i >= 2 ? 8 : 0), G(l)}; }
+RC SpB32F16(int l, int i) { return {Tq(l) * 2 + (i & 1) + 8 * (i / 2), G(l)}; }
+RC SpB32I8(int l, int i) { return {Tq(l) * 4 + (i & 3) + (i >= 4 ? 16 : 0), G(l)}; }
+RC SpB64I8(int l, int i) { return {Tq(l) * 4 + (i & 3) + 16 * (i / 4), G(l)}; }
+
+TEST(MmaSpTest, F16AndBf16) {
+  CheckMmaSpAll({".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, T::kF16, T::kF16, T::kF32, 2,
+                 2, 4, SpA16x16F16, SpB16F16, 4, 2});
+  CheckMmaSpAll({".sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, T::kF16, T::kF16, T::kF16, 2,
+                 2, 2, SpA16x16F16, SpB16F16, 4, 2});
+  CheckMmaSpAll({".sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 32, T::kF16, T::kF16, T::kF32, 4,
+                 4, 4, SpA16x32F16, SpB32F16, 4, 2});
+  CheckMmaSpAll({".sync.aligned.m16n8k32.row.col.f16.f16.f16.f16", 32, T::kF16, T::kF16, T::kF16, 4,
+                 4, 2, SpA16x32F16, SpB32F16, 4, 2});
+  CheckMmaSpAll({".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, T::kBF16, T::kBF16,
+                 T::kF32, 2, 2, 4, SpA16x16F16, SpB16F16, 4, 2});
+  CheckMmaSpAll({".sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32", 32, T::kBF16, T::kBF16,
+                 T::kF32, 4, 4, 4, SpA16x32F16, SpB32F16, 4, 2});
+}
+
+TEST(MmaSpTest, Tf32) {
+  SpAMap a8 = [](int l, int i) { return SpA{i == 0 ? G(l) : G(l) + 8, Tq(l) * 2, 0}; };
+  FragMap b8 = [](int l, int i) { return RC{i == 0 ? Tq(l) : Tq(l) + 4, G(l)}; };
+  CheckMmaSpAll({".sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 8, T::kTF32, T::kTF32, T::kF32,
+                 2, 2, 4, a8, b8, 2, 1});
+  SpAMap a16 = [](int l, int i) {
+    return SpA{(i == 0 || i == 2) ? G(l) : G(l) + 8, Tq(l) * 2 + (i >= 2 ? 8 : 0), 0};
+  };
+  FragMap b16 = [](int l, int i) { return RC{Tq(l) + 4 * i, G(l)}; };
+  CheckMmaSpAll({".sync.aligned.m16n8k16.row.col.f32.tf32.tf32.f32", 16, T::kTF32, T::kTF32,
+                 T::kF32, 4, 4, 4, a16, b16, 2, 1});
+}
+
+TEST(MmaSpTest, Int8) {
+  SpForm k32{".sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32",
+             32,
+             T::kS8,
+             T::kU8,
+             T::kS32,
+             2,
+             2,
+             4,
+             SpA16x32I8,
+             SpB32I8,
+             4,
+             2};
+  k32.sat = true;  // C near the s32 limits: some outputs saturate
+  CheckMmaSpAll(k32);
+  CheckMmaSpAll({".sync.aligned.m16n8k32.row.col.s32.u8.u8.s32", 32, T::kU8, T::kU8, T::kS32, 2, 2,
+                 4, SpA16x32I8, SpB32I8, 4, 2});
+  CheckMmaSpAll({".sync.aligned.m16n8k64.row.col.s32.u8.s8.s32", 64, T::kU8, T::kS8, T::kS32, 4, 4,
+                 4, SpA16x64I8, SpB64I8, 4, 2});
+  SpForm k64{".sync.aligned.m16n8k64.row.col.satfinite.s32.s8.s8.s32",
+             64,
+             T::kS8,
+             T::kS8,
+             T::kS32,
+             4,
+             4,
+             4,
+             SpA16x64I8,
+             SpB64I8,
+             4,
+             2};
+  k64.sat = true;
+  CheckMmaSpAll(k64);
+}
+
+TEST(MmaSpTest, Int4) {
+  // 4:8 in pairs: each chunk of eight keeps two pairs of adjacent elements.
+  SpAMap a64 = [](int l, int i) { return SpA{i < 8 ? G(l) : G(l) + 8, Tq(l) * 16, i & 7}; };
+  FragMap b64 = [](int l, int i) { return RC{Tq(l) * 8 + (i & 7) + (i >= 8 ? 32 : 0), G(l)}; };
+  CheckMmaSpAll({".sync.aligned.m16n8k64.row.col.s32.s4.u4.s32", 64, T::kS4, T::kU4, T::kS32, 2, 2,
+                 4, a64, b64, 8, 4});
+  SpAMap a128 = [](int l, int i) {
+    return SpA{(i < 8 || (i >= 16 && i < 24)) ? G(l) : G(l) + 8, Tq(l) * 16 + (i >= 16 ? 64 : 0),
+               i & 7};
+  };
+  FragMap b128 = [](int l, int i) { return RC{Tq(l) * 8 + (i & 7) + 32 * (i / 8), G(l)}; };
+  SpForm k128{".sync.aligned.m16n8k128.row.col.satfinite.s32.u4.s4.s32",
+              128,
+              T::kU4,
+              T::kS4,
+              T::kS32,
+              4,
+              4,
+              4,
+              a128,
+              b128,
+              8,
+              4};
+  k128.sat = true;
+  CheckMmaSpAll(k128);
+}
+
+TEST(MmaSpTest, Fp8) {
+  // sm_89: m16n8k64 with f32 accumulators only (the f16 forms and m16n8k32 are sm_120).
+  CheckMmaSpAll({".sync.aligned.m16n8k64.row.col.f32.e4m3.e5m2.f32", 64, T::kE4M3, T::kE5M2,
+                 T::kF32, 4, 4, 4, SpA16x64I8, SpB64I8, 4, 2});
+  CheckMmaSpAll({".sync.aligned.m16n8k64.row.col.f32.e5m2.e4m3.f32", 64, T::kE5M2, T::kE4M3,
+                 T::kF32, 4, 4, 4, SpA16x64I8, SpB64I8, 4, 2});
+}
+
+TEST(MmaSpTest, PartialWarpFaults) {
+  auto r = RunSnippet(R"(
+  mov.b32 %r1, 0x44444444;
+  mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r1, %r1}, {%r1, %r1}, {%f0, %f1, %f2, %f3}, %r1, 0;
+  )",
+                      {}, 1, 16);
+  EXPECT_EQ(r.status.code(), Code::kIllegalInstruction) << r.status.ToString();
+  EXPECT_NE(r.status.message().find("mma.sp"), std::string::npos) << r.status.ToString();
+}
+
+// Selectors the ISA leaves undefined for the shape, and forms it does not define, fail to load.
+TEST(MmaSpTest, BadSelectorsAndFormsFailToLoad) {
+  const std::string f4 = "{%f0, %f1, %f2, %f3}", r2 = "{%r1, %r2}", r4 = "{%r1, %r2, %r3, %r4}";
+  struct Bad {
+    std::string inst;
+    bool selector;  // the message names the selector
+  } bad[] = {
+      // m16n8k32 f16: a lane pair holds the metadata, so only 0 and 1.
+      {"mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 " + f4 + ", " + r4 + ", " + r4 + ", " +
+           f4 + ", %r5, 2",
+       true},
+      // m16n8k64 s8: all four lanes, so only 0.
+      {"mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32 " + r4 + ", " + r4 +
+           ", " + r4 + ", " + r4 + ", %r5, 1",
+       true},
+      {"mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 " + f4 + ", " + r2 + ", " + r2 + ", " +
+           f4 + ", %r5, 4",
+       true},
+      {"mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 " + f4 + ", " + r2 + ", " + r2 + ", " +
+           f4 + ", %r5, %r6",
+       true},
+      // C and D must be of one type; shapes and types outside the ISA's list.
+      {"mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f16 " + f4 + ", " + r2 + ", " + r2 + ", " +
+           r2 + ", %r5, 0",
+       false},
+      {"mma.sp.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 " + r4 + ", {%r1}, {%r1}, " + r4 +
+           ", %r5, 0",
+       false},
+      {"mma.sp.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 " + f4 + ", " + r2 + ", " + r2 +
+           ", " + f4 + ", %r5, 0",
+       false},
+      {"mma.sp.sync.aligned.m16n8k128.row.col.s32.b1.b1.s32.xor.popc " + r4 + ", " + r4 + ", " +
+           r4 + ", " + r4 + ", %r5, 0",
+       false},
+      {"mma.sp.sync.aligned.m16n8k16.row.row.f32.f16.f16.f32 " + f4 + ", " + r2 + ", " + r2 + ", " +
+           f4 + ", %r5, 0",
+       false},
+      {"mma.sp.sync.aligned.m16n8k32.row.col.satfinite.f32.bf16.bf16.f32 " + f4 + ", " + r4 + ", " +
+           r4 + ", " + f4 + ", %r5, 0",
+       false},
+      {"mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.kind::f8f6f4.f32.e3m2.e2m3.f32 " +
+           f4 + ", " + r4 + ", " + r4 + ", " + f4 + ", %r5, 0",
+       false},
+      // The wrong number of A registers, and no selector.
+      {"mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 " + f4 + ", " + r2 + ", " + r4 + ", " +
+           f4 + ", %r5, 0",
+       false},
+      {"mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 " + f4 + ", " + r2 + ", " + r2 + ", " +
+           f4 + ", %r5",
+       false},
+  };
+  for (const auto& b : bad) {
+    testing::Runner runner(testing::SnippetKernel(b.inst + ";"));
+    ASSERT_FALSE(runner.ok()) << b.inst;
+    if (b.selector) {
+      EXPECT_NE(runner.load_status().message().find("sparsity selector"), std::string::npos)
+          << runner.load_status().ToString();
+    }
+  }
+  // The largest defined selector of each kind loads.
+  for (const std::string& ok : {
+           "mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 " + f4 + ", " + r2 + ", " + r2 +
+               ", " + f4 + ", %r5, 3",
+           "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 " + f4 + ", " + r4 + ", " + r4 +
+               ", " + f4 + ", %r5, 0x1",
+           "mma.sp.sync.aligned.m16n8k128.row.col.s32.u4.u4.s32.satfinite " + r4 + ", " + r4 +
+               ", " + r4 + ", " + r4 + ", %r5, 0",
+       }) {
+    testing::Runner runner(testing::SnippetKernel(ok + ";"));
+    EXPECT_TRUE(runner.ok()) << ok << ": " << runner.load_status().ToString();
   }
 }
 

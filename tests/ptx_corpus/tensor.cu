@@ -1,6 +1,7 @@
 // Tensor-core kernels: a WMMA GEMM through <mma.h>, an inline-asm mma.sync m16n8k16 GEMM fed by
-// ldmatrix, and an integer mma.sync GEMM (tests: src/ptx/corpus_tensor_test.cc). Compiled for
-// compute_80 and compute_90 only: mma.sync.m16n8k16 and ldmatrix need sm_80.
+// ldmatrix, an integer mma.sync GEMM and a 2:4-sparse mma.sp GEMM (tests:
+// src/ptx/corpus_tensor_test.cc). Compiled for compute_80 and compute_90 only:
+// mma.sync.m16n8k16, mma.sp and ldmatrix need sm_80.
 #include <cuda_fp16.h>
 #include <mma.h>
 
@@ -130,4 +131,57 @@ extern "C" __global__ void wmma_tf32_gemm(const float* a, const float* b, float*
     wmma::mma_sync(acc, fa, fb, acc);
   }
   wmma::store_matrix_sync(c + tile_m * n + tile_n, acc, n, wmma::mem_row_major);
+}
+
+// C[M x N] (f32, row-major) = A[M x K] (f16, 2:4 sparse) * B[K x N] (f16, column-major:
+// b[j * k + kk]) with mma.sp m16n8k32. A comes compressed: `a` holds the two kept elements of
+// every chunk of four (M x K/2, row-major) and `meta` their positions, one 16-bit word per 16
+// columns of a row (M x K/16, row-major): chunk q of the word in bits 4q..4q+3, the position of
+// the first kept element in the low two bits. One warp per 16x8 tile; grid = (N / 8, M / 16).
+// Even k steps run mma.sp with selector 0, odd ones mma.sp::ordered_metadata with selector 1;
+// the lane pair the selector does not name holds wrong positions, which must be ignored.
+extern "C" __global__ void spmma_gemm(const half* a, const uint16_t* meta, const half* b, float* c,
+                                      int m, int n, int k) {
+  int lane = threadIdx.x, g = lane / 4, t = lane % 4;
+  int tile_m = blockIdx.y * 16, tile_n = blockIdx.x * 8;
+  const uint32_t* kept = reinterpret_cast<const uint32_t*>(a);  // pairs of kept elements
+  int kept_cols = k / 2, meta_cols = k / 16;
+  float d[4] = {0, 0, 0, 0};
+  for (int kk = 0, step = 0; kk < k; kk += 32, ++step) {
+    // A: the kept 16 x 16 block, in the layout of a dense m16n8k16 A fragment.
+    uint32_t ra[4], rb[4];
+    for (int r = 0; r < 4; ++r) {
+      int row = tile_m + g + (r % 2) * 8, col = kk / 2 + t * 2 + (r / 2) * 8;
+      ra[r] = kept[(row * kept_cols + col) / 2];
+    }
+    for (int r = 0; r < 4; ++r) {
+      int col = tile_n + g, row = kk + r * 8 + t * 2;
+      rb[r] = *reinterpret_cast<const uint32_t*>(&b[col * k + row]);
+    }
+    // Metadata: lane 2 * selector + p of each group holds columns kk + 16p .. kk + 16p + 15 of
+    // rows g (bits 0-15) and g + 8 (bits 16-31).
+    int p = lane % 2, sel = step % 2;
+    uint32_t e = meta[(tile_m + g) * meta_cols + kk / 16 + p] |
+                 (uint32_t{meta[(tile_m + g + 8) * meta_cols + kk / 16 + p]} << 16);
+    if ((lane % 4) / 2 != sel) e ^= 0x55555555u;
+    if (sel == 0) {
+      asm volatile(
+          "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+          "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]), "r"(rb[2]),
+            "r"(rb[3]), "r"(e));
+    } else {
+      asm volatile(
+          "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 "
+          "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x1;"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]), "r"(rb[2]),
+            "r"(rb[3]), "r"(e));
+    }
+  }
+  c[(tile_m + g) * n + tile_n + 2 * t] = d[0];
+  c[(tile_m + g) * n + tile_n + 2 * t + 1] = d[1];
+  c[(tile_m + g + 8) * n + tile_n + 2 * t] = d[2];
+  c[(tile_m + g + 8) * n + tile_n + 2 * t + 1] = d[3];
 }
