@@ -15,6 +15,7 @@
 #include "host/metrics_endpoint.h"
 #include "host/server.h"
 #include "host/version.h"
+#include "ptx/ptx.h"
 
 namespace {
 
@@ -28,6 +29,7 @@ struct Options {
   int ready_fd = -1;
   std::string log_file;
   std::string log_level;
+  std::string engine;
   std::string config;
   std::string device_sockets;
   std::string compute_share;   // --device-sockets' sessions' weights (docs/sharing.md)
@@ -258,6 +260,11 @@ int main(int argc, char** argv) {
                "learns every session's name, pid and use");
   app.add_option("--ready-fd", options.ready_fd,
                  "Write \"ready\" to this descriptor once listening, then close it");
+  app.add_option("--engine", options.engine,
+                 "How the cpu adapters run kernels: interp (the interpreter), jit (compile each "
+                 "kernel with LLVM at its first launch) or auto (compile in the background, "
+                 "interpret until ready; the default where the build has LLVM); also "
+                 "PVGPU_ENGINE. See docs/jit.md");
   app.add_option("--log-file", options.log_file, "Append logs to FILE instead of stderr");
   app.add_option("--log-level", options.log_level,
                  "error, warn, info, debug or trace (default: PVGPU_LOG, else info)");
@@ -273,6 +280,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     setenv("PVGPU_LOG", options.log_level.c_str(), 1);
+  }
+  if (!options.engine.empty()) {
+    auto engine = pvgpu::ptx::ParseEngine(options.engine);
+    if (!engine.ok()) {
+      std::cerr << "pvgpud: --engine: " << engine.status().message() << "\n";
+      return 2;
+    }
+    // Read once by the engine (ptx::DefaultEngine) at the first launch.
+    setenv("PVGPU_ENGINE", pvgpu::ptx::EngineName(*engine), 1);
   }
   pvgpu::log::Init("pvgpud", pvgpu::log::Level::kInfo);
   return Serve(options);
