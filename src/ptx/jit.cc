@@ -197,16 +197,14 @@ class Gen {
   Value* Splat(Value* v) { return b_.CreateVectorSplat(32, v); }
   Value* C32(uint64_t v) { return llvm::ConstantInt::get(i32_, v); }
   Value* C64(uint64_t v) { return llvm::ConstantInt::get(i64_, v); }
-  Value* Helper(size_t offset_in_table, llvm::FunctionType* ty) {
-    const auto* table = reinterpret_cast<const uint8_t*>(&TheJitHelpers());
-    void* fn;
-    std::memcpy(&fn, table + offset_in_table, sizeof(fn));
-    (void)ty;
+  // A helper's address as a constant (the code runs in this process only).
+  template <typename Fn>
+  Value* Address(Fn* fn) {
     return b_.CreateIntToPtr(C64(reinterpret_cast<uintptr_t>(fn)), ptr_);
   }
-  void CallHelper(size_t off, Value* arg) {
+  void CallHelper(void (*fn)(Warp*), Value* arg) {
     auto* ty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr_}, false);
-    b_.CreateCall(ty, Helper(off, ty), {arg});
+    b_.CreateCall(ty, Address(fn), {arg});
   }
 
   // --- Control ---
@@ -461,7 +459,8 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
   auto value_reg = [&](uint32_t k) { return in.a[k]; };
 
   if (d.space == NSpace::kParam) {
-    // Uniform: a constant offset (Supported() admits no other form for the parameter space).
+    // Natively only a load at a constant offset (every lane reads the same value); the other
+    // parameter forms always take the handler.
     const uint64_t off = static_cast<uint64_t>(in.imm);
     BasicBlock* fast = BasicBlock::Create(ctx_, "mem.fast", f_);
     Value* ok = b_.CreateICmpUGE(param_size_, C64(off + total));
@@ -512,7 +511,7 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       b_.CreateCondBr(hit, have, lookup);
       b_.SetInsertPoint(lookup);
       auto* gty = llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false);
-      Value* looked = b_.CreateCall(gty, Helper(offsetof(JitHelpers, global_range), gty),
+      Value* looked = b_.CreateCall(gty, Address(TheJitHelpers().global_range),
                                     {w_, lo, end});
       Value* lok = b_.CreateAnd(ok, b_.CreateIsNotNull(looked));
       BasicBlock* from_lookup = b_.GetInsertBlock();
@@ -815,7 +814,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     for (auto& [pc, bb] : entries_) s->addCase(b_.getInt32(pc), bb);
   }
   b_.SetInsertPoint(interp);
-  CallHelper(offsetof(JitHelpers, step), w_);
+  CallHelper(TheJitHelpers().step, w_);
   b_.CreateBr(dispatch_);
 
   b_.SetInsertPoint(post_handler_);
@@ -823,7 +822,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     BasicBlock* go = BasicBlock::Create(ctx_, "after", f_);
     b_.CreateCondBr(running(), go, exit_);
     b_.SetInsertPoint(go);
-    CallHelper(offsetof(JitHelpers, after_handler), w_);
+    CallHelper(TheJitHelpers().after_handler, w_);
     b_.CreateBr(dispatch_);
   }
 
@@ -841,7 +840,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     b_.CreateStore(C32(4096), budget);
     auto* cty = llvm::FunctionType::get(i32_, {ptr_}, false);
     Value* stopped =
-        b_.CreateCall(cty, Helper(offsetof(JitHelpers, check_stop), cty), {w_});
+        b_.CreateCall(cty, Address(TheJitHelpers().check_stop), {w_});
     b_.CreateCondBr(b_.CreateICmpNE(stopped, C32(0)), exit_, go);
     b_.SetInsertPoint(go);
     Value* nw = b_.CreateLoad(i32_, nwp_);
@@ -850,7 +849,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     BasicBlock* native = BasicBlock::Create(ctx_, "native", f_);
     b_.CreateCondBr(b_.CreateICmpUGE(C32(s), nw), resched, fits);
     b_.SetInsertPoint(resched);
-    CallHelper(offsetof(JitHelpers, resched), w_);
+    CallHelper(TheJitHelpers().resched, w_);
     b_.CreateBr(dispatch_);
     // Lanes waiting inside the segment need the interpreter's per-instruction checks.
     b_.SetInsertPoint(fits);

@@ -122,6 +122,9 @@ Status FragmentRegs(LowerCtx& c, const ast::Operand& o, uint32_t count, Ty t, bo
                     std::vector<uint32_t>* out);
 // Parses ".mMnNkK" among the modifiers.
 bool ParseShape(const LowerCtx& c, uint32_t* m, uint32_t* n, uint32_t* k);
+// The shape (into m, n, k as written, and s) and the four element types (d, a, b, c) of an
+// mma or mma.sp; false when either is missing.
+bool ParseMmaDesc(const LowerCtx& c, MmaDesc* s, uint32_t* m, uint32_t* n, uint32_t* k);
 // Whether the modifiers name layout `first` before layout `second` (".row.col").
 bool Layouts(const LowerCtx& c, const char* first, const char* second);
 // Integer and single-bit forms: flags for .satfinite (bit0) and the b1 operation.

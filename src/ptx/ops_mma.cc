@@ -223,6 +223,19 @@ bool ParseShape(const LowerCtx& c, uint32_t* m, uint32_t* n, uint32_t* k) {
   return false;
 }
 
+bool ParseMmaDesc(const LowerCtx& c, MmaDesc* s, uint32_t* m, uint32_t* n, uint32_t* k) {
+  std::vector<El> t = ElMods(c);
+  if (!ParseShape(c, m, n, k) || t.size() != 4) return false;
+  s->m = static_cast<uint8_t>(*m);
+  s->n = static_cast<uint8_t>(*n);
+  s->k = static_cast<uint16_t>(*k);
+  s->d = t[0];
+  s->a = t[1];
+  s->b = t[2];
+  s->c = t[3];
+  return true;
+}
+
 bool Layouts(const LowerCtx& c, const char* first, const char* second) {
   const auto& mods = c.inst().mods;
   for (size_t i = 0; i + 1 < mods.size(); ++i)
@@ -395,16 +408,8 @@ Status LowerMmaSync(LowerCtx& c) {
   if (c.Has(".block_scale")) return c.Unsupported("block-scaled mma");
   if (c.Has(".sp") || c.Has(".sp::ordered_metadata")) return LowerMmaSparse(c);
   uint32_t M, N, K;
-  std::vector<El> t = ElMods(c);
-  if (!ParseShape(c, &M, &N, &K) || t.size() != 4) return c.Unsupported();
   MmaDesc s;
-  s.m = static_cast<uint8_t>(M);
-  s.n = static_cast<uint8_t>(N);
-  s.k = static_cast<uint16_t>(K);
-  s.d = t[0];
-  s.a = t[1];
-  s.b = t[2];
-  s.c = t[3];
+  if (!ParseMmaDesc(c, &s, &M, &N, &K)) return c.Unsupported();
   // Shapes per element type (PTX ISA, "Matrix shape" of mma), all with N = 8.
   auto shape_is = [&](uint32_t m, uint32_t k) { return M == m && N == 8 && K == k; };
   bool ok = false;

@@ -102,16 +102,8 @@ Status LowerMmaSparse(LowerCtx& c) {
   for (const auto& mod : c.inst().mods)
     if (mod.rfind(".kind::", 0) == 0) return c.Unsupported("mma.sp with .kind (sm_120)");
   uint32_t M, N, K;
-  std::vector<El> t = ElMods(c);
-  if (!ParseShape(c, &M, &N, &K) || t.size() != 4) return c.Unsupported();
   MmaDesc s;
-  s.m = static_cast<uint8_t>(M);
-  s.n = static_cast<uint8_t>(N);
-  s.k = static_cast<uint16_t>(K);
-  s.d = t[0];
-  s.a = t[1];
-  s.b = t[2];
-  s.c = t[3];
+  if (!ParseMmaDesc(c, &s, &M, &N, &K)) return c.Unsupported();
   // The forms of the ISA's syntax for targets up to sm_90: all m16n8, C and D of one type.
   auto k_is = [&](uint32_t k1, uint32_t k2) { return M == 16 && N == 8 && (K == k1 || K == k2); };
   auto both = [&](El x, El y) { return (s.a == x || s.a == y) && (s.b == x || s.b == y); };
