@@ -408,7 +408,9 @@ Status Executor::Launch(const Program& program, const KernelInfo& kernel,
   L.config = config;
   L.params.assign(params.begin(), params.end());
   L.env = env;
-  L.jit = CompiledEntry(*img, env.engine.value_or(DefaultEngine()));
+  const Engine engine = env.engine.value_or(DefaultEngine());
+  L.jit = CompiledEntry(*img, engine);
+  if (L.jit == nullptr && engine == Engine::kAuto && img->jit) L.jit_pending = img->jit.get();
   L.device_depth = DeviceLaunchDepth();
   L.shared_bytes = static_cast<uint32_t>((shared + 15) & ~uint64_t{15});
   L.user_shared_bytes = L.shared_bytes;

@@ -21,6 +21,9 @@
 #include <string>
 #include <vector>
 
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
@@ -31,11 +34,15 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SHA256.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "common/log.h"
 #include "ptx/handlers.h"
+#include "ptx/jit_cache.h"
 #include "ptx/jit_codegen.h"
 #include "ptx/native.h"
 
@@ -197,14 +204,14 @@ class Gen {
   Value* Splat(Value* v) { return b_.CreateVectorSplat(32, v); }
   Value* C32(uint64_t v) { return llvm::ConstantInt::get(i32_, v); }
   Value* C64(uint64_t v) { return llvm::ConstantInt::get(i64_, v); }
-  // A helper's address as a constant (the code runs in this process only).
-  template <typename Fn>
-  Value* Address(Fn* fn) {
-    return b_.CreateIntToPtr(C64(reinterpret_cast<uintptr_t>(fn)), ptr_);
+  // A helper (jit_codegen.h) by its symbol name: the object code refers to helpers only by
+  // name, resolved when it is linked into this process, so it can be cached on disk.
+  llvm::FunctionCallee Helper(const char* name, llvm::FunctionType* ty) {
+    return mod_.getOrInsertFunction(name, ty);
   }
-  void CallHelper(void (*fn)(Warp*), Value* arg) {
+  void CallHelper(const char* name, Value* arg) {
     auto* ty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr_}, false);
-    b_.CreateCall(ty, Address(fn), {arg});
+    b_.CreateCall(Helper(name, ty), {arg});
   }
 
   // --- Control ---
@@ -511,8 +518,7 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       b_.CreateCondBr(hit, have, lookup);
       b_.SetInsertPoint(lookup);
       auto* gty = llvm::FunctionType::get(ptr_, {ptr_, i64_, i64_}, false);
-      Value* looked = b_.CreateCall(gty, Address(TheJitHelpers().global_range),
-                                    {w_, lo, end});
+      Value* looked = b_.CreateCall(Helper(kHelperGlobalRange, gty), {w_, lo, end});
       Value* lok = b_.CreateAnd(ok, b_.CreateIsNotNull(looked));
       BasicBlock* from_lookup = b_.GetInsertBlock();
       b_.CreateCondBr(lok, have, slow);
@@ -814,7 +820,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     for (auto& [pc, bb] : entries_) s->addCase(b_.getInt32(pc), bb);
   }
   b_.SetInsertPoint(interp);
-  CallHelper(TheJitHelpers().step, w_);
+  CallHelper(kHelperStep, w_);
   b_.CreateBr(dispatch_);
 
   b_.SetInsertPoint(post_handler_);
@@ -822,7 +828,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     BasicBlock* go = BasicBlock::Create(ctx_, "after", f_);
     b_.CreateCondBr(running(), go, exit_);
     b_.SetInsertPoint(go);
-    CallHelper(TheJitHelpers().after_handler, w_);
+    CallHelper(kHelperAfterHandler, w_);
     b_.CreateBr(dispatch_);
   }
 
@@ -840,7 +846,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     b_.CreateStore(C32(4096), budget);
     auto* cty = llvm::FunctionType::get(i32_, {ptr_}, false);
     Value* stopped =
-        b_.CreateCall(cty, Address(TheJitHelpers().check_stop), {w_});
+        b_.CreateCall(Helper(kHelperCheckStop, cty), {w_});
     b_.CreateCondBr(b_.CreateICmpNE(stopped, C32(0)), exit_, go);
     b_.SetInsertPoint(go);
     Value* nw = b_.CreateLoad(i32_, nwp_);
@@ -849,7 +855,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     BasicBlock* native = BasicBlock::Create(ctx_, "native", f_);
     b_.CreateCondBr(b_.CreateICmpUGE(C32(s), nw), resched, fits);
     b_.SetInsertPoint(resched);
-    CallHelper(TheJitHelpers().resched, w_);
+    CallHelper(kHelperResched, w_);
     b_.CreateBr(dispatch_);
     // Lanes waiting inside the segment need the interpreter's per-instruction checks.
     b_.SetInsertPoint(fits);
@@ -872,79 +878,163 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
   return f_;
 }
 
-std::atomic<uint64_t> g_kernel_ids{0};
+// The engine's version: part of every disk cache key. Raise it whenever the generated code
+// could change for the same IR (the runtime's structures, helper signatures, pass pipeline).
+constexpr const char* kEngineVersion = "pvgpu-jit-1";
+constexpr const char* kEntryName = "pvgpu_kernel";
 
+// One kernel's code: a JITDylib of its own (so that identical object code, which defines the
+// same symbol, can be loaded more than once), removed when the last user lets go.
 struct CodeHolder {
-  llvm::orc::ResourceTrackerSP tracker;
+  llvm::orc::JITDylib* dylib = nullptr;
+  std::string key;
+  JitEntry entry = nullptr;
   ~CodeHolder();
 };
 
+// Live code by key: a kernel loaded again (a module loaded twice, several guests running the
+// same program) shares it. Guarded by JitEngine::mu.
+std::map<std::string, std::weak_ptr<CodeHolder>>& LiveCode() {
+  static auto* m = new std::map<std::string, std::weak_ptr<CodeHolder>>;
+  return *m;
+}
+
 CodeHolder::~CodeHolder() {
-  if (!tracker) return;
+  if (dylib == nullptr) return;
   std::lock_guard<std::recursive_mutex> l(TheEngine().mu);
-  llvm::consumeError(tracker->remove());
+  auto it = LiveCode().find(key);
+  if (it != LiveCode().end() && it->second.expired()) LiveCode().erase(it);
+  llvm::consumeError(TheEngine().lljit->getExecutionSession().removeJITDylib(*dylib));
+}
+
+std::atomic<uint64_t> g_dylib_ids{0};
+
+// The cache key: everything the object code depends on.
+std::string CacheKey(const llvm::Module& mod, const llvm::TargetMachine& tm) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mod.print(os, nullptr);
+  os << "\n;cpu=" << tm.getTargetCPU() << "\n;features=" << tm.getTargetFeatureString()
+     << "\n;llvm=" << LLVM_VERSION_STRING << "\n;engine=" << kEngineVersion << "\n";
+  os.flush();
+  auto hash = llvm::SHA256::hash(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  return llvm::toHex(hash, /*LowerCase=*/true);
+}
+
+// Links object code into a new JITDylib that also defines the helpers.
+StatusOr<std::shared_ptr<CodeHolder>> Link(JitEngine& e, const std::string& key,
+                                           std::unique_ptr<llvm::MemoryBuffer> object) {
+  auto holder = std::make_shared<CodeHolder>();
+  holder->key = key;
+  auto jd = e.lljit->createJITDylib("pvgpu_k" + std::to_string(g_dylib_ids.fetch_add(1)));
+  if (!jd) return Status(Code::kUnknown, llvm::toString(jd.takeError()));
+  holder->dylib = &*jd;
+  const JitHelpers& h = TheJitHelpers();
+  auto sym = [&](const char* name, auto* fn) {
+    return std::pair{e.lljit->mangleAndIntern(name),
+                     llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(fn),
+                                                  llvm::JITSymbolFlags::Exported |
+                                                      llvm::JITSymbolFlags::Callable)};
+  };
+  llvm::orc::SymbolMap helpers;
+  for (auto def : {sym(kHelperStep, h.step), sym(kHelperResched, h.resched),
+                   sym(kHelperAfterHandler, h.after_handler),
+                   sym(kHelperCheckStop, h.check_stop),
+                   sym(kHelperGlobalRange, h.global_range)}) {
+    helpers.insert(def);
+  }
+  if (llvm::Error err = jd->define(llvm::orc::absoluteSymbols(std::move(helpers)))) {
+    return Status(Code::kUnknown, llvm::toString(std::move(err)));
+  }
+  if (llvm::Error err = e.lljit->addObjectFile(*jd, std::move(object))) {
+    return Status(Code::kUnknown, llvm::toString(std::move(err)));
+  }
+  auto entry = e.lljit->lookup(*jd, kEntryName);
+  if (!entry) return Status(Code::kUnknown, llvm::toString(entry.takeError()));
+  holder->entry = entry->toPtr<JitEntry>();
+  return holder;
 }
 
 }  // namespace
 
 bool JitAvailable() { return TheEngine().lljit != nullptr; }
 
-StatusOr<CompiledCode> CompileImage(const KernelImage& img) {
+StatusOr<CompiledCode> CompileImage(const KernelImage& img, bool use_cache) {
   JitEngine& e = TheEngine();
   if (!e.lljit) return Status(Code::kNotSupported, "the compiling engine failed to start: " + e.error);
   const auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto mod = std::make_unique<llvm::Module>("pvgpu_" + img.name, *ctx);
-  const std::string name = "pvgpu_kernel_" + std::to_string(g_kernel_ids.fetch_add(1));
   CompiledCode out;
-  {
-    std::lock_guard<std::recursive_mutex> l(e.mu);
-    mod->setDataLayout(e.tm->createDataLayout());
-    mod->setTargetTriple(e.tm->getTargetTriple().str());
-    Gen gen(*ctx, *mod, img);
-    if (gen.Build(name, *e.tm, &out.stats) == nullptr)
-      return Status(Code::kUnknown, "generated code for kernel " + img.name + " is invalid");
-    // PVGPU_JIT_DUMP=DIR: each kernel's IR before and after optimization, for debugging.
-    const char* dump = std::getenv("PVGPU_JIT_DUMP");
-    auto write = [&](const char* suffix) {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(std::string(dump) + "/" + name + "." + img.name + suffix, ec);
-      if (!ec) mod->print(os, nullptr);
-    };
-    if (dump != nullptr) write(".ll");
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(e.tm.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
-    mpm.run(*mod, mam);
-    if (dump != nullptr) write(".opt.ll");
-  }
-  // Materialization stays under the lock too: one compilation at a time.
+  auto done = [&](std::shared_ptr<CodeHolder> holder, JitOrigin origin) {
+    out.entry = holder->entry;
+    out.keep_alive = std::move(holder);
+    out.stats.origin = origin;
+    out.stats.compile_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
+  // One compilation at a time (JitEngine::mu).
   std::lock_guard<std::recursive_mutex> l(e.mu);
-  auto holder = std::make_shared<CodeHolder>();
-  holder->tracker = e.lljit->getMainJITDylib().createResourceTracker();
-  if (llvm::Error err = e.lljit->addIRModule(
-          holder->tracker, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
+  mod->setDataLayout(e.tm->createDataLayout());
+  mod->setTargetTriple(e.tm->getTargetTriple().str());
+  Gen gen(*ctx, *mod, img);
+  if (gen.Build(kEntryName, *e.tm, &out.stats) == nullptr)
+    return Status(Code::kUnknown, "generated code for kernel " + img.name + " is invalid");
+  const std::string key = CacheKey(*mod, *e.tm);
+  if (use_cache) {
+    auto it = LiveCode().find(key);
+    if (it != LiveCode().end()) {
+      if (auto holder = it->second.lock()) return done(std::move(holder), JitOrigin::kMemory);
+    }
+    if (auto object = JitDiskCache::Get().Load(key)) {
+      auto holder = Link(e, key, llvm::MemoryBuffer::getMemBufferCopy(*object, img.name));
+      if (holder.ok()) {
+        LiveCode()[key] = *holder;
+        return done(std::move(*holder), JitOrigin::kDisk);
+      }
+      PVGPU_WARN("ptx jit: cached code for kernel " << img.name << " does not link ("
+                                                    << holder.status().message()
+                                                    << "); compiling it again");
+    }
+  }
+  // PVGPU_JIT_DUMP=DIR: each kernel's IR before and after optimization, for debugging.
+  const char* dump = std::getenv("PVGPU_JIT_DUMP");
+  auto write = [&](const char* suffix) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(std::string(dump) + "/" + key.substr(0, 16) + "." + img.name + suffix,
+                            ec);
+    if (!ec) mod->print(os, nullptr);
+  };
+  if (dump != nullptr) write(".ll");
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(e.tm.get());
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  mpm.run(*mod, mam);
+  if (dump != nullptr) write(".opt.ll");
+  llvm::orc::SimpleCompiler compiler(*e.tm);
+  auto object = compiler(*mod);
+  if (!object) {
     return Status(Code::kUnknown, "compiling kernel " + img.name + ": " +
-                                       llvm::toString(std::move(err)));
+                                       llvm::toString(object.takeError()));
   }
-  auto sym = e.lljit->lookup(name);
-  if (!sym) {
+  if (use_cache) JitDiskCache::Get().Store(key, (*object)->getBuffer());
+  auto holder = Link(e, key, std::move(*object));
+  if (!holder.ok()) {
     return Status(Code::kUnknown,
-                  "compiling kernel " + img.name + ": " + llvm::toString(sym.takeError()));
+                  "linking kernel " + img.name + ": " + std::string(holder.status().message()));
   }
-  out.entry = sym->toPtr<JitEntry>();
-  out.keep_alive = holder;
-  out.stats.compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return out;
+  LiveCode()[key] = *holder;
+  return done(std::move(*holder), JitOrigin::kCompiled);
 }
 
 }  // namespace pvgpu::ptx

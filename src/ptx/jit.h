@@ -41,14 +41,34 @@ struct JitArgs {
   TranslateCache* cache;
 };
 
+// Where a kernel's code came from.
+enum class JitOrigin : uint8_t {
+  kCompiled,  // compiled by LLVM now
+  kMemory,    // shared with a live compilation of the same code in this process
+  kDisk,      // loaded from the disk cache (jit_cache.h)
+};
+const char* JitOriginName(JitOrigin o);
+
 // Counts of one kernel's compilation, for tests, logs and benchmarks.
 struct JitStats {
   uint32_t instructions = 0;  // in the image
   uint32_t native = 0;        // compiled to native code (the rest call their handlers)
   uint32_t segments = 0;
   std::string calls;  // the instructions compiled as handler calls, by PTX line and text
-  double compile_ms = 0;
+  double compile_ms = 0;  // from the start of code generation to callable code
+  JitOrigin origin = JitOrigin::kCompiled;
 };
+
+// Process-wide counts of the compiling engine, for logs, metrics and benchmarks.
+struct JitTotals {
+  uint64_t kernels = 0;      // kernel images given code
+  uint64_t compiled = 0;     // of which compiled by LLVM
+  uint64_t memory_hits = 0;  // shared with a live compilation of the same code
+  uint64_t disk_hits = 0;    // loaded from the disk cache
+  uint64_t failed = 0;       // left to the interpreter (compilation failed)
+  double compile_ms = 0;     // total time spent getting code, whatever its origin
+};
+JitTotals GetJitTotals();
 
 // Per kernel image: its compiled code once ready. Shared with a background compilation, so
 // that an image unloaded meanwhile does not take the result's home with it.
@@ -62,6 +82,14 @@ struct JitSlot {
 // The entry to run `img` with under `engine`, or nullptr to interpret: kJit compiles now
 // (once per image), kAuto starts a background compilation and returns nullptr until it is done.
 JitEntry CompiledEntry(const KernelImage& img, Engine engine);
+
+// The slot's code if it is ready, else nullptr (one atomic load; for warps of a launch that
+// started before its kernel was compiled).
+inline JitEntry ReadyEntry(const JitSlot& slot) {
+  return slot.state.load(std::memory_order_acquire) == 2
+             ? slot.entry.load(std::memory_order_acquire)
+             : nullptr;
+}
 
 // Compiles kernel `name` of `program` now, whatever the engine, and reports its counts; for
 // tests and benchmarks.

@@ -9,7 +9,9 @@
 
 namespace pvgpu::ptx {
 
-// What compiled code calls back into; addresses are fixed for the process.
+// What compiled code calls back into. The code names them by symbol (kHelper*), bound to these
+// addresses when it is linked into the process (so object code does not depend on where this
+// process has them, and can be cached on disk).
 struct JitHelpers {
   void (*step)(Warp* w);           // one interpreter step at w->pc
   void (*resched)(Warp* w);        // w->Reschedule()
@@ -18,6 +20,11 @@ struct JitHelpers {
   uint8_t* (*global_range)(Warp* w, uint64_t lo, uint64_t end);
 };
 const JitHelpers& TheJitHelpers();
+inline constexpr const char* kHelperStep = "pvgpu_jit_step";
+inline constexpr const char* kHelperResched = "pvgpu_jit_resched";
+inline constexpr const char* kHelperAfterHandler = "pvgpu_jit_after_handler";
+inline constexpr const char* kHelperCheckStop = "pvgpu_jit_check_stop";
+inline constexpr const char* kHelperGlobalRange = "pvgpu_jit_global_range";
 
 struct CompiledCode {
   JitEntry entry = nullptr;
@@ -26,7 +33,8 @@ struct CompiledCode {
 };
 
 // Compiles one kernel image (its code array is read at run time through JitArgs::code, so the
-// image compiled may be a copy of the one that runs).
-StatusOr<CompiledCode> CompileImage(const KernelImage& img);
+// image compiled may be a copy of the one that runs). Identical code is shared with a live
+// earlier compilation and, when use_cache, taken from the disk cache (jit_cache.h).
+StatusOr<CompiledCode> CompileImage(const KernelImage& img, bool use_cache = true);
 
 }  // namespace pvgpu::ptx

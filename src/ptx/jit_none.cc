@@ -6,7 +6,7 @@ namespace pvgpu::ptx {
 
 bool JitAvailable() { return false; }
 
-StatusOr<CompiledCode> CompileImage(const KernelImage& img) {
+StatusOr<CompiledCode> CompileImage(const KernelImage&, bool) {
   return Status(Code::kNotSupported, "this build has no compiling engine");
 }
 

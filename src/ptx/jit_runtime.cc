@@ -43,6 +43,18 @@ StatusOr<Engine> ParseEngine(std::string_view name) {
                 "unknown engine '" + std::string(name) + "' (expected interp, jit or auto)");
 }
 
+const char* JitOriginName(JitOrigin o) {
+  switch (o) {
+    case JitOrigin::kCompiled:
+      return "compiled";
+    case JitOrigin::kMemory:
+      return "shared with a live copy";
+    case JitOrigin::kDisk:
+      return "loaded from the disk cache";
+  }
+  return "?";
+}
+
 Engine DefaultEngine() {
   static const Engine engine = [] {
     const char* env = std::getenv("PVGPU_ENGINE");
@@ -136,19 +148,43 @@ namespace {
 std::mutex g_sync_mu;
 std::condition_variable g_sync_cv;
 
+std::mutex g_totals_mu;
+JitTotals g_totals;
+
 void Finish(JitSlot& slot, StatusOr<CompiledCode> code, const std::string& name) {
   if (!code.ok()) {
     PVGPU_WARN("ptx jit: kernel " << name << " stays interpreted: " << code.status().message());
+    {
+      std::lock_guard<std::mutex> l(g_totals_mu);
+      ++g_totals.failed;
+    }
     slot.state.store(3, std::memory_order_release);
   } else {
-    slot.stats = code->stats;
+    const JitStats& st = code->stats;
+    {
+      std::lock_guard<std::mutex> l(g_totals_mu);
+      ++g_totals.kernels;
+      g_totals.compile_ms += st.compile_ms;
+      switch (st.origin) {
+        case JitOrigin::kCompiled:
+          ++g_totals.compiled;
+          break;
+        case JitOrigin::kMemory:
+          ++g_totals.memory_hits;
+          break;
+        case JitOrigin::kDisk:
+          ++g_totals.disk_hits;
+          break;
+      }
+    }
+    slot.stats = st;
     slot.code = code->keep_alive;
     slot.entry.store(code->entry, std::memory_order_release);
     slot.state.store(2, std::memory_order_release);
-    PVGPU_DEBUG("ptx jit: kernel " << name << ": " << code->stats.native << " of "
-                                   << code->stats.instructions << " instructions native, "
-                                   << code->stats.segments << " segments, compiled in "
-                                   << code->stats.compile_ms << " ms");
+    PVGPU_DEBUG("ptx jit: kernel " << name << ": " << st.native << " of " << st.instructions
+                                   << " instructions native, " << st.segments << " segments, "
+                                   << JitOriginName(st.origin) << " in " << st.compile_ms
+                                   << " ms");
   }
   std::lock_guard<std::mutex> l(g_sync_mu);
   g_sync_cv.notify_all();
@@ -236,7 +272,8 @@ class Background {
     if (!program.ok()) return;
     const KernelInfo* k = (*program)->FindKernel("warm_up");
     const KernelImage* img = k ? static_cast<const ProgramImpl&>(**program).ImageFor(*k) : nullptr;
-    if (img != nullptr) (void)CompileImage(*img);
+    // Not from a cache: the point is to run LLVM's optimizer and code generator.
+    if (img != nullptr) (void)CompileImage(*img, /*use_cache=*/false);
   }
   void Add(std::shared_ptr<JitSlot> slot, std::shared_ptr<KernelImage> img) {
     std::lock_guard<std::mutex> l(mu_);
@@ -313,6 +350,11 @@ JitEntry CompiledEntry(const KernelImage& img, Engine engine) {
   return slot.state.load(std::memory_order_acquire) == 2
              ? slot.entry.load(std::memory_order_acquire)
              : nullptr;
+}
+
+JitTotals GetJitTotals() {
+  std::lock_guard<std::mutex> l(g_totals_mu);
+  return g_totals;
 }
 
 Status CompileKernelForTest(const Program& program, std::string_view name, JitStats* stats) {

@@ -114,8 +114,12 @@ uint8_t* TranslateGlobal(Warp& w, uint64_t addr, uint32_t size) {
 
 // Runs the warp until it finishes, blocks at a barrier, faults or the launch stops.
 void RunWarp(Warp& w) {
-  if (w.launch->jit != nullptr) {
-    RunCompiledWarp(w.launch->jit, w);
+  JitEntry entry = w.launch->jit;
+  if (entry == nullptr && w.launch->jit_pending != nullptr) entry = ReadyEntry(*w.launch->jit_pending);
+  if (entry != nullptr) {
+    // The compiled code keeps the interpreter's state exactly, so it may take over a warp
+    // the interpreter has run so far, at any pc.
+    RunCompiledWarp(entry, w);
     return;
   }
   RunWarpLoop<false>(w);

@@ -50,6 +50,9 @@ struct LaunchCtx {
   std::vector<DeviceLaunch> device_launches;
   int device_depth = 0;  // how deep this grid is nested in device-side launches (0: the host's)
   JitEntry jit = nullptr;  // the kernel's compiled code (jit.h); nullptr: interpret
+  // The auto engine, while the kernel compiles in the background: warps look here each time
+  // they are run, so a long launch switches to compiled code as soon as it exists.
+  const JitSlot* jit_pending = nullptr;
 
   void Fail(Status s) {
     std::lock_guard<std::mutex> l(mu);
