@@ -44,6 +44,9 @@ struct AdapterInfo {
   uint64_t luid = 0;          // stable id, like DXCore's adapter LUID
   uint64_t total_memory = 0;  // bytes the adapter offers
   bool is_software = false;
+  // How the adapter runs kernels: the cpu adapter's PTX engine (interp, jit or auto, see
+  // ptx::Engine), "driver" for a GPU run by its host driver.
+  std::string engine;
   bool is_integrated = false;
   uint32_t pci_domain = 0, pci_bus = 0, pci_device = 0;
   std::array<int32_t, kAttributeSlots> attributes{};  // indexed by CUdevice_attribute

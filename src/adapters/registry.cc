@@ -1,6 +1,6 @@
 #include "adapters/registry.h"
 
-#include <cctype>
+#include <optional>
 #include <sstream>
 
 #include "adapters/cpu/cpu_adapter.h"
@@ -8,31 +8,6 @@
 #include "common/log.h"
 
 namespace pvgpu::adapters {
-
-bool ParseByteSize(const std::string& text, uint64_t* bytes) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
-  size_t end = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &end);
-  } catch (...) {
-    return false;
-  }
-  std::string suffix = text.substr(end);
-  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
-  if (suffix == "i") return false;
-  if (!suffix.empty() && suffix.back() == 'i') suffix.pop_back();
-  int shift = 0;
-  if (suffix.empty()) shift = 0;
-  else if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (suffix == "T" || suffix == "t") shift = 40;
-  else return false;
-  if (shift != 0 && value > (~0ull >> shift)) return false;
-  *bytes = value << shift;
-  return true;
-}
 
 StatusOr<std::vector<std::unique_ptr<Adapter>>> CreateAdapters(const std::string& spec,
                                                                 const RegistryOptions& options) {
@@ -43,15 +18,32 @@ StatusOr<std::vector<std::unique_ptr<Adapter>>> CreateAdapters(const std::string
   std::stringstream items(spec);
   std::string item;
   while (std::getline(items, item, ',')) {
+    // KIND[:OPTION=VALUE]...
     std::string kind = item;
     uint64_t memory = 0;
+    std::optional<ptx::Engine> engine;
     if (auto colon = item.find(':'); colon != std::string::npos) {
       kind = item.substr(0, colon);
-      const std::string option = item.substr(colon + 1);
-      if (option.rfind("memory=", 0) != 0 || !ParseByteSize(option.substr(7), &memory) ||
-          memory == 0) {
-        return Error(Code::kInvalidValue,
-                     "bad adapter option '" + option + "' (expected memory=SIZE, e.g. memory=4G)");
+      std::stringstream opts(item.substr(colon + 1));
+      std::string option;
+      while (std::getline(opts, option, ':')) {
+        if (option.rfind("memory=", 0) == 0) {
+          if (!ParseByteSize(option.substr(7), &memory) || memory == 0) {
+            return Error(Code::kInvalidValue, "bad adapter option '" + option +
+                                                  "' (expected memory=SIZE, e.g. memory=4G)");
+          }
+        } else if (option.rfind("engine=", 0) == 0) {
+          auto e = ptx::ParseEngine(option.substr(7));
+          if (!e.ok()) {
+            return Error(Code::kInvalidValue,
+                         "bad adapter option '" + option + "': " + e.status().message());
+          }
+          engine = *e;
+        } else {
+          return Error(Code::kInvalidValue,
+                       "bad adapter option '" + option +
+                           "' (expected memory=SIZE or engine=interp|jit|auto)");
+        }
       }
     }
     if (kind == "cpu") {
@@ -59,11 +51,17 @@ StatusOr<std::vector<std::unique_ptr<Adapter>>> CreateAdapters(const std::string
       cpu::CpuAdapterOptions cpu_options;
       cpu_options.index = cpu_index++;
       cpu_options.memory_bytes = memory != 0 ? memory : options.cpu_memory_bytes;
+      cpu_options.engine = engine;
       adapters.push_back(std::make_unique<cpu::CpuAdapter>(cpu_options, executor));
     } else if (kind == "cuda") {
       if (memory != 0) {
         return Error(Code::kInvalidValue, "the cuda kind takes no memory= option (a GPU offers "
                                           "its own memory; use --quota to limit sessions)");
+      }
+      if (engine) {
+        return Error(Code::kInvalidValue,
+                     "the cuda kind takes no engine= option (its GPUs run kernels in the host "
+                     "driver; engine= chooses the cpu adapter's PTX engine)");
       }
       cuda::CudaOptions cuda_options;
       cuda_options.driver_path = options.cuda_driver;

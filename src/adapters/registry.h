@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "adapters/adapter.h"
+#include "common/byte_size.h"
 #include "common/status.h"
 
 namespace pvgpu::adapters {
@@ -18,14 +19,14 @@ struct RegistryOptions {
   std::vector<std::string> listen_addresses;  // the daemon's own, for the cuda loop guard
 };
 
-// Parses "KIND[:memory=SIZE][,KIND...]". SIZE takes K, M, G suffixes (powers of 1024).
+// Parses "KIND[:OPTION=VALUE]...[,KIND...]", options memory=SIZE (cpu; SIZE takes K, M, G
+// suffixes, powers of 1024) and engine=interp|jit|auto (cpu: its PTX engine, see ptx::Engine).
 // "cuda" stands for every GPU the host's CUDA driver reports, in the driver's order; when the
 // driver is absent or has none it contributes no adapters (logged), and only an empty result
 // is an error.
 StatusOr<std::vector<std::unique_ptr<Adapter>>> CreateAdapters(const std::string& spec,
                                                                 const RegistryOptions& options);
 
-// "4G" -> 4 << 30. Returns false on malformed input.
-bool ParseByteSize(const std::string& text, uint64_t* bytes);
+using pvgpu::ParseByteSize;  // common/byte_size.h
 
 }  // namespace pvgpu::adapters

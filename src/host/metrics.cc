@@ -7,6 +7,7 @@
 #include "common/uuid.h"
 #include "host/server.h"
 #include "host/version.h"
+#include "ptx/jit.h"
 
 namespace pvgpu::host {
 namespace {
@@ -139,6 +140,22 @@ std::string Server::MetricsText() {
              "Sessions ended for breaking the protocol.");
     f.Sample("", daemon.violations);
   }
+  {
+    // The cpu adapters' compiling engine (docs/jit.md): where kernels' code came from.
+    const ptx::JitTotals jit = ptx::GetJitTotals();
+    Family f(out, "pvgpu_jit_kernels_total", "counter",
+             "Kernels given compiled code, by origin: compiled by LLVM, shared with a live "
+             "copy, or loaded from the disk cache.");
+    f.Sample(Label("origin", "compiled"), jit.compiled);
+    f.Sample(Label("origin", "memory"), jit.memory_hits);
+    f.Sample(Label("origin", "disk"), jit.disk_hits);
+    Family failed(out, "pvgpu_jit_failures_total", "counter",
+                  "Kernels left to the interpreter because their compilation failed.");
+    failed.Sample("", jit.failed);
+    Family seconds(out, "pvgpu_jit_compile_seconds_total", "counter",
+                   "Time spent getting kernels' compiled code, whatever its origin.");
+    seconds.Sample("", Seconds(static_cast<uint64_t>(jit.compile_ms * 1e6)));
+  }
 
   auto adapter_label = [this](size_t i) {
     return Label("adapter", std::to_string(i)) + "," + Label("kind", adapters_[i]->info().kind);
@@ -150,7 +167,7 @@ std::string Server::MetricsText() {
       const adapters::AdapterInfo& info = adapters_[i]->info();
       f.Sample(adapter_label(i) + "," + Label("name", info.name) + "," +
                    Label("uuid", FormatUuid(info.uuid.data())) + "," +
-                   Label("engine", info.kind == "cpu" ? "ptx-interpreter" : "cuda-driver"),
+                   Label("engine", info.engine),
                1);
     }
   }

@@ -220,8 +220,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   CLI::Option* adapters_option =
       app.add_option("--adapters", options.adapters,
-                     "Adapters to serve, in order: a comma-separated list of KIND[:memory=SIZE]; "
-                     "kinds: cpu, cuda (every GPU of the host's CUDA driver)")
+                     "Adapters to serve, in order: a comma-separated list of "
+                     "KIND[:memory=SIZE][:engine=ENGINE]; kinds: cpu, cuda (every GPU of the "
+                     "host's CUDA driver); engine= sets a cpu adapter's PTX engine (--engine)")
           ->capture_default_str();
   app.add_option("--threads", options.threads,
                  "Worker threads of the cpu adapters (0: one per CPU the daemon may use)")

@@ -12,6 +12,7 @@
 #include "host/server.h"
 #include "host/session.h"
 #include "host/version.h"
+#include "ptx/jit.h"
 
 namespace pvgpu::host {
 
@@ -94,6 +95,7 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
         {"uuid", FormatUuid(info.uuid.data())},
         {"luid", info.luid},
         {"software", info.is_software},
+        {"engine", info.engine},
         {"integrated", info.is_integrated},
         {"memory_total", total},
         {"memory_used", viewer.admin ? adapter->used_bytes() : ListenerUse(viewer, adapter)},
@@ -105,6 +107,15 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
     });
   }
   status["adapters"] = adapters;
+  // The cpu adapters' compiling engine, for the whole daemon (docs/jit.md).
+  const ptx::JitTotals jit = ptx::GetJitTotals();
+  status["jit"] = {{"available", ptx::JitAvailable()},
+                   {"kernels", jit.kernels},
+                   {"compiled", jit.compiled},
+                   {"memory_hits", jit.memory_hits},
+                   {"disk_hits", jit.disk_hits},
+                   {"failed", jit.failed},
+                   {"compile_ms", jit.compile_ms}};
 
   json sessions = json::array();
   json listeners = json::array();

@@ -38,15 +38,16 @@ void PrintTable(const std::string& address, const json& status, const json& adap
     std::printf("No adapters.\n");
     return;
   }
-  std::printf("%-5s %-6s %-9s %-10s %10s %-7s %-17s %-18s %s\n", "INDEX", "KIND", "TYPE", "FORM",
-              "MEMORY", "COMPUTE", "PCI BUS ID", "LUID", "UUID");
+  std::printf("%-5s %-6s %-9s %-10s %-7s %10s %-7s %-17s %-18s %s\n", "INDEX", "KIND", "TYPE",
+              "FORM", "ENGINE", "MEMORY", "COMPUTE", "PCI BUS ID", "LUID", "UUID");
   for (const json& a : adapters) {
     char luid[24];
     std::snprintf(luid, sizeof(luid), "0x%016llx",
                   static_cast<unsigned long long>(a.value("luid", uint64_t{0})));
-    std::printf("%-5d %-6s %-9s %-10s %10s %-7s %-17s %-18s %s\n", a.value("index", 0),
+    std::printf("%-5d %-6s %-9s %-10s %-7s %10s %-7s %-17s %-18s %s\n", a.value("index", 0),
                 a.value("kind", "").c_str(), a.value("software", false) ? "software" : "hardware",
                 a.value("integrated", false) ? "integrated" : "discrete",
+                a.value("engine", "-").c_str(),
                 FormatBytes(a.value("memory_total", uint64_t{0})).c_str(),
                 a.value("compute_capability", "").c_str(), a.value("pci_bus_id", "").c_str(), luid,
                 a.value("uuid", "").c_str());
@@ -80,6 +81,7 @@ int RunAdapters(const AdaptersOptions& options) {
         {"kind", a.value("kind", "")},
         {"name", a.value("name", "")},
         {"software", a.value("software", false)},
+        {"engine", a.value("engine", "")},
         {"integrated", a.value("integrated", false)},
         {"memory_total", a.value("memory_total", uint64_t{0})},
         {"uuid", a.value("uuid", "")},

@@ -247,6 +247,7 @@ class CpuContext final : public Context {
     env.cancel = &cancel_;
     env.print = print;
     env.textures = &textures_;
+    env.engine = adapter_->engine();
     uint64_t workspace = 0;
     if (config.cooperative) {
       PVGPU_ASSIGN_OR_RETURN(workspace, PrepareCooperative(kernels[kernel], launch, &env));
@@ -389,8 +390,11 @@ class CpuContext final : public Context {
 }  // namespace
 
 CpuAdapter::CpuAdapter(const CpuAdapterOptions& options, std::shared_ptr<ptx::Executor> executor)
-    : executor_(std::move(executor)), addresses_(WindowBase(options.index), kWindowBytes) {
+    : engine_(options.engine.value_or(ptx::DefaultEngine())),
+      executor_(std::move(executor)),
+      addresses_(WindowBase(options.index), kWindowBytes) {
   FillCpuAdapterInfo(options, executor_->threads(), &info_);
+  info_.engine = ptx::EngineName(engine_);
 }
 
 StatusOr<std::unique_ptr<Context>> CpuAdapter::CreateContext() {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 #include "adapters/adapter.h"
 #include "adapters/busy_tracker.h"
@@ -16,6 +17,9 @@ struct CpuAdapterOptions {
   uint32_t index = 0;          // position among the host's cpu adapters (distinct UUIDs)
   uint64_t memory_bytes = 0;   // 0: half of the host's physical memory
   unsigned threads = 0;        // 0: one worker per online CPU
+  // The PTX engine for this adapter's kernels; unset: the process default (ptx::DefaultEngine:
+  // pvgpud --engine, PVGPU_ENGINE, else auto where the build has the compiling engine).
+  std::optional<ptx::Engine> engine;
 };
 
 class CpuAdapter final : public Adapter {
@@ -30,12 +34,14 @@ class CpuAdapter final : public Adapter {
   uint32_t SampleUtilization() override { return busy_.SamplePercent(); }
   uint64_t busy_ns() override { return busy_.TotalNs(); }
   BusyTracker& busy() { return busy_; }
+  ptx::Engine engine() const { return engine_; }
 
   // Contexts report their memory here so that adapter-wide use is one atomic read.
   void AddUsed(int64_t delta) { used_.fetch_add(delta); }
 
  private:
   AdapterInfo info_;
+  ptx::Engine engine_;
   std::shared_ptr<ptx::Executor> executor_;
   AddressRange addresses_;
   std::atomic<uint64_t> used_{0};

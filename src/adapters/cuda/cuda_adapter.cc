@@ -11,6 +11,7 @@ StatusOr<AdapterInfo> QueryAdapterInfo(const Driver& driver, CUdevice device) {
   const DriverApi& api = driver.api();
   AdapterInfo info;
   info.kind = "cuda";
+  info.engine = "driver";
   info.is_software = false;
   char name[256] = {};
   PVGPU_TRY(driver.Check(api.cuDeviceGetName(name, sizeof(name) - 1, device), "cuDeviceGetName"));
