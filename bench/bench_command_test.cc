@@ -174,6 +174,26 @@ TEST(BenchCommand, NbodyAgreesWithPlainCpp) {
     EXPECT_TRUE(Positive(run["interactions_per_second"])) << run["implementation"];
     EXPECT_EQ(run["agrees"], true) << run["implementation"] << " " << run["max_difference"];
   }
+  // The engines are named; what the compiling engine did is counted where it is known.
+  for (const char* where : {"channel", "in_process"}) {
+    const Json& e = json["engine"][where];
+    EXPECT_TRUE(e["engine"] == "interp" || e["engine"] == "jit" || e["engine"] == "auto") << e;
+    ASSERT_TRUE(e["jit"].is_object()) << where << ": " << e;
+    EXPECT_GE(e["jit"]["kernels"].get<uint64_t>(),
+              e["jit"]["compiled"].get<uint64_t>() + e["jit"]["disk_hits"].get<uint64_t>());
+  }
+  // PoCL's row when PoCL is installed (scripts/install-deps.sh --pocl), else the note why not.
+  bool pocl_row = false;
+  for (const Json& run : json["runs"]) {
+    pocl_row = pocl_row || run["implementation"].get<std::string>().rfind("PoCL", 0) == 0;
+  }
+  if (json["pocl"].is_null()) {
+    EXPECT_FALSE(pocl_row);
+    EXPECT_NE(json["pocl_note"].get<std::string>().find("no PoCL row"), std::string::npos);
+  } else {
+    EXPECT_TRUE(pocl_row) << json["runs"];
+    EXPECT_TRUE(Positive(json["channel_speed_vs_pocl"]));
+  }
 }
 
 TEST(BenchCommand, MatmulPrintsTheScriptsOutputAndAgrees) {
@@ -186,8 +206,10 @@ TEST(BenchCommand, MatmulPrintsTheScriptsOutputAndAgrees) {
   Json json = RunJson("bench matmul --n 64 --json");
   EXPECT_EQ(json["results_agree"], true);
   // Three products (tiled, WMMA tf32, tiled with cp.async) through the channel and in-process,
-  // and the CPU.
-  ASSERT_EQ(json["runs"].size(), 7u);
+  // the tiled one in PoCL where it is installed, and the CPU.
+  const bool pocl = json["pocl"].get<std::string>().rfind("PoCL: ", 0) == 0;
+  ASSERT_EQ(json["runs"].size(), pocl ? 8u : 7u) << json["pocl"];
+  EXPECT_TRUE(json["engine"]["in_process"]["engine"].is_string());
   // sum(A A^T) = sum_k (column sum k)^2; for uniform [0,1) entries its mean is
   // n * (n/12 + n^2/4), about 65,877 for n = 64.
   for (const Json& run : json["runs"]) {

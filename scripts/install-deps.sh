@@ -4,8 +4,19 @@
 #
 # Idempotent and fast when nothing is missing: apt-get runs only if dpkg reports a package
 # as not installed. Runs apt-get as root, or through sudo otherwise.
+#
+#   scripts/install-deps.sh          what building and testing need
+#   scripts/install-deps.sh --pocl   also PoCL (OpenCL on the CPU, with its own LLVM: several
+#                                    hundred MB), the reference row of `pvgpu bench nbody/matmul`
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_pocl=0
+for arg in "$@"; do
+  case "$arg" in
+    --pocl) with_pocl=1 ;;
+    *) echo "install-deps: unknown option $arg (expected --pocl)" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential cmake ninja-build python3
@@ -18,7 +29,11 @@ PACKAGES=(
   podman runc  # container tests (tests/containers): rootful podman with the runc runtime
   libcpp-httplib-dev  # pvgpud --metrics-listen: the HTTP server of GET /metrics
   prometheus  # host.metrics_prometheus: a real Prometheus scrapes pvgpud; promtool checks it
+  opencl-c-headers  # pvgpu bench's PoCL rows (libOpenCL itself is loaded at run time)
 )
+if ((with_pocl)); then
+  PACKAGES+=(pocl-opencl-icd ocl-icd-libopencl1)
+fi
 CUDA_ROOT="${PVGPU_CUDA_ROOT:-/usr/local/cuda}"
 
 missing=()

@@ -7,5 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir="${PVGPU_BUILD_DIR:-build}"
+# PoCL too, so that the benchmarks' PoCL rows are tested.
+scripts/install-deps.sh --pocl
 scripts/build.sh "$build_dir"
 exec ctest --test-dir "$build_dir" --output-on-failure -j"${PVGPU_TEST_JOBS:-2}" "$@"

@@ -3,17 +3,20 @@
 // and the time taken, for the GPU (a tiled sgemm kernel and a reduction, through pvgpu and on
 // the in-process adapter) and the CPU (plain C++). The results are compared. Two more GPU rows
 // show what emulating newer hardware paths costs: the product on tensor cores (WMMA, tf32
-// inputs) and the tiled kernel with its tiles staged by cp.async, double buffered.
+// inputs) and the tiled kernel with its tiles staged by cp.async, double buffered. With PoCL
+// installed, the tiled kernel as OpenCL C runs as one more GPU row.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
 
 #include "tools/bench/bench.h"
+#include "tools/bench/engine_report.h"
 #include "tools/bench/guest_device.h"
 #include "tools/bench/host_session.h"
 #include "tools/bench/inprocess_device.h"
 #include "tools/bench/kernels.h"
+#include "tools/bench/opencl_device.h"
 #include "tools/bench/reference.h"
 #include "tools/bench/report.h"
 
@@ -116,9 +119,12 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
   Progress progress("matmul");
   std::vector<Result> results;
   std::string address;
+  EngineUse host_engine, inprocess_engine;
+  std::string pocl_note;
   if (options.device != "cpu") {
     PVGPU_ASSIGN_OR_RETURN(auto host, HostSession::Start(options));
     progress.Step("gpu through pvgpu");
+    const EngineWatch host_watch = EngineWatch::Host(host->address());
     {
       // The context goes before the host does, or its destruction would find no host.
       PVGPU_ASSIGN_OR_RETURN(auto device, GuestDevice::Open(host->guest_library()));
@@ -129,13 +135,31 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
       }
     }
     address = host->is_private() ? "private pvgpud" : host->address();
+    host_engine = host_watch.Finish();
     host->Stop();
     progress.Step("gpu in-process");
     PVGPU_ASSIGN_OR_RETURN(auto inprocess, InprocessDevice::Open());
+    const EngineWatch watch = EngineWatch::InProcess(inprocess->info().engine);
     for (const Product* product : ProductsFor(n)) {
       PVGPU_ASSIGN_OR_RETURN(Result result, RunWarm(*inprocess, a, n, *product));
       result.where = std::string("cpu adapter in-process, ") + product->name;
       results.push_back(result);
+    }
+    inprocess_engine = watch.Finish();
+    // PoCL: the tiled kernel as OpenCL C, on all cores (the tensor-core and cp.async variants
+    // have no OpenCL form).
+    progress.Step("gpu PoCL");
+    auto pocl = OpenClDevice::OpenPocl();
+    if (pocl.ok()) {
+      PVGPU_ASSIGN_OR_RETURN(Result result, RunWarm(**pocl, a, n, kProducts[0]));
+      result.where = "PoCL (OpenCL C), tiled, " + std::to_string((*pocl)->compute_units()) +
+                     " threads";
+      pocl_note = "PoCL: " + (*pocl)->version();
+      results.push_back(result);
+    } else if (pocl.status().code() == Code::kNotFound) {
+      pocl_note = pocl.status().message();
+    } else {
+      return pocl.status().WithContext("the PoCL row");
     }
   }
   if (options.device != "gpu") {
@@ -157,7 +181,7 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
   json["n"] = n;
   json["shape"] = Json::array({n, n});
   const double flops = 2.0 * n * n * static_cast<double>(n);
-  const double expected = results.back().sum;  // cpu when it ran, else the in-process gpu
+  const double expected = results.back().sum;  // cpu when it ran, else the last gpu row
   std::string text = "pvgpu bench matmul: sum(A * A^T), A uniform random in [0, 1)\n\n";
   TextTable table({"device", "how", "result", "time (s)", "GFLOP/s", "vs first"});
   Json runs = Json::array();
@@ -185,9 +209,19 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
   json["runs"] = runs;
   json["max_relative_difference"] = worst;
   json["results_agree"] = report.results_ok;
+  if (options.device != "cpu") {
+    json["engine"] = {{"channel", EngineUseJson(host_engine)},
+                      {"in_process", EngineUseJson(inprocess_engine)}};
+    json["pocl"] = pocl_note;
+  }
   report.table = text + table.Render() + "\nresults " + (report.results_ok ? "agree" : "DISAGREE") +
                  ": largest relative difference " + FormatNumber(worst * 1e6, 3) +
                  "e-6 (tolerance " + FormatNumber(kTolerance, 4) + ")\n";
+  if (options.device != "cpu") {
+    report.table += "engine through the channel: " + DescribeEngineUse(host_engine) +
+                    "\nengine in-process: " + DescribeEngineUse(inprocess_engine) + "\n" +
+                    pocl_note + "\n";
+  }
   Plot plot;
   plot.title = "matmul sum(A * A^T), n = " + std::to_string(n);
   plot.y_label = "GFLOP/s";

@@ -4,16 +4,19 @@
 // through pvgpu, on the in-process adapter, and in plain C++ on one core and on all cores, and
 // the final positions are compared.
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <random>
 #include <thread>
 
 #include "common/cpus.h"
 #include "tools/bench/bench.h"
+#include "tools/bench/engine_report.h"
 #include "tools/bench/guest_device.h"
 #include "tools/bench/host_session.h"
 #include "tools/bench/inprocess_device.h"
 #include "tools/bench/kernels.h"
+#include "tools/bench/opencl_device.h"
 #include "tools/bench/reference.h"
 #include "tools/bench/report.h"
 #include "tools/bench/runtime_nbody.h"
@@ -119,6 +122,7 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
 
   Progress progress("nbody");
   std::vector<Run> runs;
+  const EngineWatch host_watch = EngineWatch::Host(host->address());
   {
     progress.Step("through pvgpu (channel)");
     PVGPU_ASSIGN_OR_RETURN(auto device, GuestDevice::Open(host->guest_library()));
@@ -143,15 +147,37 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
   }
   const bool have_runtime = runtime_note.empty();
   const std::string address = host->is_private() ? "private pvgpud" : host->address();
+  const EngineUse host_engine = host_watch.Finish();
   host->Stop();
+  EngineUse inprocess_engine;
   {
     progress.Step("in-process adapter");
     PVGPU_ASSIGN_OR_RETURN(auto device, InprocessDevice::Open());
+    const EngineWatch watch = EngineWatch::InProcess(device->info().engine);
     PVGPU_ASSIGN_OR_RETURN(Run run, RunOnDevice(*device, initial, params, steps));
+    inprocess_engine = watch.Finish();
     run.name = "cpu adapter in-process";
     runs.push_back(std::move(run));
   }
   const size_t inprocess = runs.size() - 1;
+  // PoCL, the same kernel as OpenCL C, on all cores.
+  std::string pocl_note;
+  std::optional<size_t> pocl_index;
+  {
+    progress.Step("PoCL");
+    auto pocl = OpenClDevice::OpenPocl();
+    if (pocl.ok()) {
+      PVGPU_ASSIGN_OR_RETURN(Run run, RunOnDevice(**pocl, initial, params, steps));
+      run.name = "PoCL (OpenCL C), " + std::to_string((*pocl)->compute_units()) + " threads";
+      pocl_note = (*pocl)->version();
+      runs.push_back(std::move(run));
+      pocl_index = runs.size() - 1;
+    } else if (pocl.status().code() == Code::kNotFound) {
+      pocl_note = pocl.status().message();
+    } else {
+      return pocl.status().WithContext("the PoCL row");
+    }
+  }
   progress.Step("plain C++");
   runs.push_back(RunReference(initial, params, steps, 1));
   const size_t reference_index = runs.size() - 1;
@@ -207,6 +233,15 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
     json["runtime_speed_vs_driver_api"] = nullptr;
     json["runtime_note"] = runtime_note;
   }
+  json["engine"] = {{"channel", EngineUseJson(host_engine)},
+                    {"in_process", EngineUseJson(inprocess_engine)}};
+  if (pocl_index) {
+    json["pocl"] = pocl_note;
+    json["channel_speed_vs_pocl"] = runs[*pocl_index].seconds / runs[0].seconds;
+  } else {
+    json["pocl"] = nullptr;
+    json["pocl_note"] = pocl_note;
+  }
   json["results_agree"] = report.results_ok;
   report.table = "pvgpu bench nbody: " + std::to_string(n) + " bodies, " + std::to_string(steps) +
                  " timed steps after 1 warm-up, " + FormatNumber(kFlopsPerInteraction, 0) +
@@ -217,7 +252,13 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
                                      FormatRatio(runs[0].seconds / runs[1].seconds)
                                : "; no CUDA runtime row: " + runtime_note) +
                  "; results " + (report.results_ok ? "agree" : "DISAGREE") + " (tolerance " +
-                 FormatNumber(kTolerance, 4) + ", relative to 1-thread C++)\n";
+                 FormatNumber(kTolerance, 4) + ", relative to 1-thread C++)\n" +
+                 "engine through the channel: " + DescribeEngineUse(host_engine) +
+                 "\nengine in-process: " + DescribeEngineUse(inprocess_engine) + "\n" +
+                 (pocl_index ? "PoCL: " + pocl_note + "; channel speed / PoCL speed: " +
+                                   FormatRatio(runs[*pocl_index].seconds / runs[0].seconds)
+                             : pocl_note) +
+                 "\n";
   return report;
 }
 
