@@ -75,9 +75,12 @@ class SharesTest : public ::testing::Test {
 };
 
 TEST_F(SharesTest, SharesThreeAndOneCompleteKernelsThreeToOne) {
-  // Each kernel is 16 blocks, so that either guest alone would keep both workers busy.
+  // Each kernel is 16 blocks, so that either guest alone would keep both workers busy, and
+  // long enough (even compiled) that the guests' synchronize after every 8 launches leaves
+  // their queues empty only briefly: while one guest's queue is empty the other may use the
+  // whole adapter, which is right, but it is not the ratio of two backlogged guests.
   const std::vector<std::string> flood = {PVGPU_SHARE_WORKER, "flood", PVGPU_SHARE_PTX, "5.5",
-                                          "16",               "3000"};
+                                          "16",               "24000"};
   GuestProcess heavy(Socket("heavy.sock"), flood);
   GuestProcess light(Socket("light.sock"), flood);
   ASSERT_EQ(heavy.ReadLine(), "ready");
@@ -123,7 +126,7 @@ TEST_F(SharesTest, AnIdleGuestsShareGoesToTheOther) {
   // The light guest alone gets both workers: as many kernels per second as the heavy one
   // would alone, not a quarter of them.
   const std::vector<std::string> flood = {PVGPU_SHARE_WORKER, "flood", PVGPU_SHARE_PTX, "1.5",
-                                          "16",               "3000"};
+                                          "16",               "24000"};
   GuestProcess light(Socket("light.sock"), flood);
   ASSERT_EQ(light.ReadLine(), "ready");
   light.WriteLine("go");
