@@ -181,6 +181,10 @@ TEST(BenchCommand, NbodyAgreesWithPlainCpp) {
     ASSERT_TRUE(e["jit"].is_object()) << where << ": " << e;
     EXPECT_GE(e["jit"]["kernels"].get<uint64_t>(),
               e["jit"]["compiled"].get<uint64_t>() + e["jit"]["disk_hits"].get<uint64_t>());
+    // Untimed runs while the kernel compiled (engine=auto) are counted, never hidden.
+    EXPECT_TRUE(e["jit"]["warmup_runs"].is_number_integer()) << e;
+    EXPECT_GE(e["jit"]["warmup_seconds"].get<double>(), 0) << e;
+    if (e["engine"] == "interp") EXPECT_EQ(e["jit"]["warmup_runs"], 0) << e;
   }
   // PoCL's row when PoCL is installed (scripts/install-deps.sh --pocl), else the note why not.
   bool pocl_row = false;

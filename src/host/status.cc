@@ -115,6 +115,7 @@ std::string Server::StatusJson(const SessionPolicy& viewer) {
                    {"memory_hits", jit.memory_hits},
                    {"disk_hits", jit.disk_hits},
                    {"failed", jit.failed},
+                   {"pending", jit.pending},
                    {"compile_ms", jit.compile_ms}};
 
   json sessions = json::array();

@@ -960,6 +960,8 @@ StatusOr<std::shared_ptr<CodeHolder>> Link(JitEngine& e, const std::string& key,
 
 bool JitAvailable() { return TheEngine().lljit != nullptr; }
 
+bool JitDiskCacheEnabled() { return JitDiskCache::Get().enabled(); }
+
 StatusOr<CompiledCode> CompileImage(const KernelImage& img, bool use_cache) {
   JitEngine& e = TheEngine();
   if (!e.lljit) return Status(Code::kNotSupported, "the compiling engine failed to start: " + e.error);

@@ -67,6 +67,7 @@ struct JitTotals {
   uint64_t disk_hits = 0;    // loaded from the disk cache
   uint64_t failed = 0;       // left to the interpreter (compilation failed)
   double compile_ms = 0;     // total time spent getting code, whatever its origin
+  uint64_t pending = 0;      // now waiting for their code (queued or compiling); a level
 };
 JitTotals GetJitTotals();
 

@@ -178,6 +178,28 @@ TEST_F(JitCacheTest, DamagedEntriesAreRemovedAndTheKernelCompiledAgain) {
   EXPECT_EQ(GetJitTotals().disk_hits, before.disk_hits + 1);
 }
 
+// Under auto the first launch is interpreted while the kernel compiles in the background;
+// the engine counts the kernel as pending until its code is ready (the host status and the
+// benchmarks read this), and the code reaches the disk cache even when the module was
+// unloaded meanwhile, so that the program's next run does not interpret again.
+TEST_F(JitCacheTest, AutoCompilesInTheBackgroundAndUnloadedKernelsStillReachTheDisk) {
+  const std::string ptx = Kernel(41);
+  const std::vector<uint32_t> want = RunKernel(ptx, Engine::kInterp);
+  const JitTotals before = GetJitTotals();
+  EXPECT_EQ(before.pending, 0u);
+  EXPECT_EQ(RunKernel(ptx, Engine::kAuto), want);  // its Runner, and so the module, is gone
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (GetJitTotals().pending != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const JitTotals after = GetJitTotals();
+  ASSERT_EQ(after.pending, 0u) << "still compiling after 120 s";
+  EXPECT_EQ(after.compiled, before.compiled + 1);
+  EXPECT_EQ(Entries(CacheDir()).size(), 1u);
+  EXPECT_EQ(RunKernel(ptx, Engine::kJit), want);
+  EXPECT_EQ(GetJitTotals().disk_hits, after.disk_hits + 1);
+}
+
 // A child process (a new address-space layout) compiles; this one loads what it wrote. The
 // object code names helpers by symbol, so it works wherever this process has them.
 TEST_F(JitCacheTest, CodeCompiledByAnotherProcessRunsHere) {

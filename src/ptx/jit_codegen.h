@@ -37,4 +37,7 @@ struct CompiledCode {
 // earlier compilation and, when use_cache, taken from the disk cache (jit_cache.h).
 StatusOr<CompiledCode> CompileImage(const KernelImage& img, bool use_cache = true);
 
+// Whether compiled code outlives this process (the disk cache is in use).
+bool JitDiskCacheEnabled();
+
 }  // namespace pvgpu::ptx

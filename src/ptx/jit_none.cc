@@ -6,6 +6,8 @@ namespace pvgpu::ptx {
 
 bool JitAvailable() { return false; }
 
+bool JitDiskCacheEnabled() { return false; }
+
 StatusOr<CompiledCode> CompileImage(const KernelImage&, bool) {
   return Status(Code::kNotSupported, "this build has no compiling engine");
 }

@@ -152,6 +152,10 @@ std::mutex g_totals_mu;
 JitTotals g_totals;
 
 void Finish(JitSlot& slot, StatusOr<CompiledCode> code, const std::string& name) {
+  {
+    std::lock_guard<std::mutex> l(g_totals_mu);
+    --g_totals.pending;
+  }
   if (!code.ok()) {
     PVGPU_WARN("ptx jit: kernel " << name << " stays interpreted: " << code.status().message());
     {
@@ -276,6 +280,10 @@ class Background {
     if (img != nullptr) (void)CompileImage(*img, /*use_cache=*/false);
   }
   void Add(std::shared_ptr<JitSlot> slot, std::shared_ptr<KernelImage> img) {
+    {
+      std::lock_guard<std::mutex> t(g_totals_mu);
+      ++g_totals.pending;
+    }
     std::lock_guard<std::mutex> l(mu_);
     queue_.push_back({std::move(slot), std::move(img)});
     if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
@@ -303,10 +311,18 @@ class Background {
       Job job = std::move(queue_.front());
       queue_.pop_front();
       l.unlock();
-      // An image nobody else holds was unloaded: its code would never run.
-      if (job.slot.use_count() > 1) {
+      // An image nobody else holds was unloaded: its code would never run in this process,
+      // but with a disk cache the next run of the program (a benchmark run twice, a test
+      // suite's next test) loads it instead of interpreting while it compiles again. A
+      // kernel is queued at its first launch only, so this is bounded by the kernels
+      // programs launched, each compiled once.
+      if (job.slot.use_count() > 1 || JitDiskCacheEnabled()) {
         Finish(*job.slot, CompileImage(*job.img), job.img->name);
       } else {
+        {
+          std::lock_guard<std::mutex> t(g_totals_mu);
+          --g_totals.pending;
+        }
         job.slot->state.store(3, std::memory_order_release);
       }
       l.lock();

@@ -1,5 +1,8 @@
 #include "tools/bench/engine_report.h"
 
+#include <chrono>
+#include <thread>
+
 #include "tools/bench/report.h"
 #include "tools/host_status.h"
 
@@ -20,6 +23,7 @@ bool ReadHost(const std::string& address, std::string* engine, ptx::JitTotals* t
   totals->disk_hits = jit.value("disk_hits", uint64_t{0});
   totals->failed = jit.value("failed", uint64_t{0});
   totals->compile_ms = jit.value("compile_ms", 0.0);
+  totals->pending = jit.value("pending", uint64_t{0});
   return true;
 }
 
@@ -31,6 +35,7 @@ ptx::JitTotals Minus(const ptx::JitTotals& a, const ptx::JitTotals& b) {
   d.disk_hits = a.disk_hits - b.disk_hits;
   d.failed = a.failed - b.failed;
   d.compile_ms = a.compile_ms - b.compile_ms;
+  d.pending = a.pending;  // a level, not a count
   return d;
 }
 
@@ -64,7 +69,35 @@ EngineUse EngineWatch::Finish() const {
   }
   use.known = true;
   use.during = Minus(now, start_);
+  use.warmup_runs = warmup_runs_;
+  use.warmup_seconds = warmup_seconds_;
   return use;
+}
+
+bool EngineWatch::CodePending() const {
+  if (!known_) return false;
+  if (address_.empty()) return ptx::GetJitTotals().pending != 0;
+  std::string engine;
+  ptx::JitTotals now;
+  return ReadHost(address_, &engine, &now) && now.pending != 0;
+}
+
+Status EngineWatch::RepeatWhileCodePending(const std::function<Status()>& run) {
+  const Clock::time_point start = Clock::now();
+  while (CodePending() && SecondsSince(start) < kCodeWaitLimit) {
+    PVGPU_TRY(run());
+    ++warmup_runs_;
+  }
+  warmup_seconds_ += SecondsSince(start);
+  return Status::Ok();
+}
+
+void EngineWatch::WaitWhileCodePending() {
+  const Clock::time_point start = Clock::now();
+  while (CodePending() && SecondsSince(start) < kCodeWaitLimit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  warmup_seconds_ += SecondsSince(start);
 }
 
 std::string DescribeEngineUse(const EngineUse& use) {
@@ -82,6 +115,11 @@ std::string DescribeEngineUse(const EngineUse& use) {
     s += " (" + FormatNumber(100.0 * static_cast<double>(hits) / static_cast<double>(t.kernels), 0) +
          "% cache hits), " + FormatNumber(t.compile_ms, 0) + " ms getting code (" +
          FormatNumber(t.compile_ms / static_cast<double>(t.kernels), 1) + " per kernel)";
+  }
+  if (use.warmup_runs != 0) {
+    s += "; timed after " + std::to_string(use.warmup_runs) + " untimed " +
+         (use.warmup_runs == 1 ? "run" : "runs") + " (" + FormatNumber(use.warmup_seconds, 1) +
+         " s) while code was being compiled";
   }
   return s;
 }
@@ -101,7 +139,9 @@ nlohmann::ordered_json EngineUseJson(const EngineUse& use) {
               {"failed", t.failed},
               {"cache_hit_rate",
                t.kernels ? static_cast<double>(t.disk_hits + t.memory_hits) / t.kernels : 0.0},
-              {"compile_ms", t.compile_ms}};
+              {"compile_ms", t.compile_ms},
+              {"warmup_runs", use.warmup_runs},
+              {"warmup_seconds", use.warmup_seconds}};
   return j;
 }
 
