@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Fuzzes the decoders that read a guest's bytes, with libFuzzer (clang), ASan and UBSan.
 #
-#   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET for SECONDS; TARGET: protocol, ptx, fatbin,
-#                                    stream, all
+#   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET for SECONDS; TARGET: protocol, ptx, jit,
+#                                    fatbin, stream, all
 #   scripts/fuzz.sh replay           run every target once over its corpus (-runs=0), as CI does,
 #                                    and build the guest libraries with clang's lock analysis
 #
 # Targets (each skipped with a note when its fuzzer is not in this tree):
 #   protocol  src/protocol/dispatch_fuzzer.cc   seeds tests/fuzz/protocol
 #   ptx       src/ptx/ptx_parser_fuzzer.cc      seeds tests/ptx_corpus/fuzz_seeds
+#   jit       the same source as ptx_jit_fuzzer: every accepted kernel compiled by the cpu
+#             adapter's compiling engine (LLVM) before it runs; same seeds
 #   fatbin    src/fatbin/fatbin_fuzzer.cc       seeds tests/fuzz/fatbin
 #   stream    src/transport/stream_frames_fuzzer.cc  seeds tests/fuzz/stream_frames (the remote
 #             channel's frame decoder: bytes from the network)
@@ -29,16 +31,19 @@ seconds="${2:-}"
 
 build_dir="${PVGPU_FUZZ_BUILD_DIR:-build-fuzz}"
 declare -A source=([protocol]=src/protocol/dispatch_fuzzer.cc [ptx]=src/ptx/ptx_parser_fuzzer.cc
+                   [jit]=src/ptx/ptx_parser_fuzzer.cc
                    [fatbin]=src/fatbin/fatbin_fuzzer.cc
                    [stream]=src/transport/stream_frames_fuzzer.cc)
 declare -A binary=([protocol]=src/protocol/dispatch_fuzzer [ptx]=src/ptx/ptx_parser_fuzzer
+                   [jit]=src/ptx/ptx_jit_fuzzer
                    [fatbin]=src/fatbin/fatbin_fuzzer [stream]=src/transport/stream_frames_fuzzer)
 declare -A seeds=([protocol]=tests/fuzz/protocol [ptx]=tests/ptx_corpus/fuzz_seeds
+                  [jit]=tests/ptx_corpus/fuzz_seeds
                   [fatbin]=tests/fuzz/fatbin [stream]=tests/fuzz/stream_frames)
 
 case "$mode" in
-  all | replay) targets=(protocol ptx fatbin stream) ;;
-  protocol | ptx | fatbin | stream) targets=("$mode") ;;
+  all | replay) targets=(protocol ptx jit fatbin stream) ;;
+  protocol | ptx | jit | fatbin | stream) targets=("$mode") ;;
   *) usage ;;
 esac
 
@@ -55,7 +60,12 @@ cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPVGPU_FUZZ=ON \
   -DPVGPU_BUILD_TESTS=OFF -DPVGPU_BUILD_BENCH=OFF >/dev/null
 build_targets=()
-for t in "${present[@]}"; do build_targets+=("$(basename "${binary[$t]}")"); done
+have_jit=false
+grep -q '^LLVM_DIR:PATH=/' "$build_dir/CMakeCache.txt" && have_jit=true
+for t in "${present[@]}"; do
+  [[ "$t" == jit && "$have_jit" == false ]] && continue  # no target without LLVM
+  build_targets+=("$(basename "${binary[$t]}")")
+done
 # CI's replay also builds the guest libraries here, the one clang build it has: clang checks
 # their thread-safety annotations (-Werror=thread-safety, src/guest/CMakeLists.txt).
 [[ "$mode" == replay ]] && build_targets+=(pvgpu_cuda pvgpu_nvml)
@@ -67,6 +77,10 @@ mkdir -p "$build_dir/crashes"
 status=0
 for t in "${present[@]}"; do
   fuzzer="$build_dir/${binary[$t]}"
+  if [[ "$t" == jit && "$have_jit" == false ]]; then
+    echo "fuzz: this build has no compiling engine (LLVM 19 not found); jit skipped"
+    continue
+  fi
   if [[ ! -x "$fuzzer" ]]; then
     echo "fuzz: $fuzzer was not built (its CMake target needs clang and PVGPU_FUZZ=ON)" >&2
     status=1

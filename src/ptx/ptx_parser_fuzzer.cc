@@ -1,6 +1,14 @@
 // libFuzzer target: PTX text from a guest must never crash the loader, whatever it contains.
 // Loads that succeed are also launched briefly on a tiny grid with a cancel budget, so the
 // lowering of every accepted instruction is exercised by the interpreter.
+//
+// Built a second time with PVGPU_FUZZ_JIT as ptx_jit_fuzzer: every accepted kernel is then
+// compiled by the compiling engine (jit.cc) before it runs, so that guest-controlled PTX
+// reaches LLVM's optimizer and code generator too. A compilation that never ends (LLVM 19's
+// instruction selection looped on some inputs once) is libFuzzer's -timeout; a kernel the
+// compiler refuses runs interpreted, as in pvgpud. The disk cache is off: every input compiles.
+#include <stdlib.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -27,6 +35,20 @@ class NullMemory final : public pvgpu::ptx::AddressSpace {
 
 }  // namespace
 
+#ifdef PVGPU_FUZZ_JIT
+constexpr pvgpu::ptx::Engine kEngine = pvgpu::ptx::Engine::kJit;
+// The launch waits for its kernel's compilation first; the budget covers that and a moment
+// of the compiled code.
+constexpr int kBudgetMs = 2000;
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  setenv("PVGPU_JIT_CACHE_DIR", "off", 1);
+  return 0;
+}
+#else
+constexpr pvgpu::ptx::Engine kEngine = pvgpu::ptx::Engine::kInterp;
+constexpr int kBudgetMs = 20;
+#endif
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   std::string log;
@@ -47,10 +69,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     env.memory = &memory;
     env.global_addresses = globals;
     env.cancel = &cancel;
+    env.engine = kEngine;
     env.print = [](std::string_view) {};
     std::atomic<bool> done{false};
     std::thread stopper([&] {
-      for (int i = 0; i < 20 && !done; ++i)
+      for (int i = 0; i < kBudgetMs && !done; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       cancel = true;
     });
