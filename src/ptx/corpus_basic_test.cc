@@ -49,7 +49,8 @@ TEST_P(BasicCorpusTest, IntOps) {
     e[1] = b ? a % b : 0;
     e[2] = ub ? ua / ub : 0;
     e[3] = ub ? ua % ub : 0;
-    e[4] = std::min(a, b) + std::max(a, b) * 3;
+    // 32-bit wrapping arithmetic, as the kernel's (computed unsigned: int overflow is UB).
+    e[4] = static_cast<int>(uint32_t(std::min(a, b)) + uint32_t(std::max(a, b)) * 3u);
     e[5] = (a < 0 ? -a : a) ^ (ua >> (b & 31));
     e[6] = a >> (b & 31);
     e[7] = std::popcount(ua) + std::countl_zero(ua) * 100;
@@ -144,7 +145,8 @@ TEST_P(BasicCorpusTest, Conversions) {
     e[4] = static_cast<int32_t>(x <= 0               ? 0u
                                 : x >= 4294967295.0f ? 0xFFFFFFFFu
                                                      : static_cast<uint32_t>(std::nearbyint(x)));
-    e[5] = std::bit_cast<int32_t>(static_cast<float>(e[0] * 3 + 1));
+    e[5] = std::bit_cast<int32_t>(
+        static_cast<float>(static_cast<int32_t>(uint32_t(e[0]) * 3u + 1u)));  // wraps, as the kernel
     e[6] = sat(std::nearbyint(y));
     e[7] = std::bit_cast<int32_t>(static_cast<float>(y));
     e[8] = std::bit_cast<int32_t>(Rounded(FE_TOWARDZERO, [&] {
