@@ -82,14 +82,16 @@ bool EngineWatch::CodePending() const {
   return ReadHost(address_, &engine, &now) && now.pending != 0;
 }
 
-Status EngineWatch::RepeatWhileCodePending(const std::function<Status()>& run) {
+StatusOr<int> EngineWatch::RepeatWhileCodePending(const std::function<Status()>& run) {
   const Clock::time_point start = Clock::now();
+  int runs = 0;
   while (CodePending() && SecondsSince(start) < kCodeWaitLimit) {
     PVGPU_TRY(run());
-    ++warmup_runs_;
+    ++runs;
   }
+  warmup_runs_ += runs;
   warmup_seconds_ += SecondsSince(start);
-  return Status::Ok();
+  return runs;
 }
 
 void EngineWatch::WaitWhileCodePending() {

@@ -31,6 +31,8 @@ class EngineWatch {
   static EngineWatch InProcess(std::string engine);
   // The use since the watch was made.
   EngineUse Finish() const;
+  // The engine of the adapter watched, as read when the watch was made ("" when unknown).
+  const std::string& engine() const { return engine_; }
 
   // Whether a kernel is waiting for its compiled code now (false when that cannot be known).
   bool CodePending() const;
@@ -38,8 +40,9 @@ class EngineWatch {
   // waits for its compiled code, for at most kCodeWaitLimit: under engine=auto the first
   // launches are interpreted while the kernel compiles, and what a benchmark times is the
   // engine's steady state, as a GPU's timed run excludes the driver's compilation of PTX at
-  // module load. Counted in the report (warm-up runs and their time).
-  Status RepeatWhileCodePending(const std::function<Status()>& run);
+  // module load. Counted in the report (warm-up runs and their time). Returns how many runs
+  // it made this time.
+  StatusOr<int> RepeatWhileCodePending(const std::function<Status()>& run);
   // Waits, running nothing, until no kernel waits for its code (at most kCodeWaitLimit).
   void WaitWhileCodePending();
 

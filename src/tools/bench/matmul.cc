@@ -89,7 +89,7 @@ StatusOr<Result> RunWarm(Device& device, const std::vector<float>& a, int n,
   const std::vector<float> small(16 * 16, 0.5f);
   auto warm = [&]() -> Status { return RunOnDevice(device, small, 16, product).status(); };
   PVGPU_TRY(warm());
-  if (watch != nullptr) PVGPU_TRY(watch->RepeatWhileCodePending(warm));
+  if (watch != nullptr) PVGPU_TRY(watch->RepeatWhileCodePending(warm).status());
   return RunOnDevice(device, a, n, product);
 }
 

@@ -80,8 +80,11 @@ StatusOr<Run> RunOnDevice(Device& device, const NbodyState& initial, const Nbody
     return device.Synchronize();
   };
   PVGPU_TRY(warm());
-  if (watch != nullptr && watch->CodePending()) {
-    PVGPU_TRY(watch->RepeatWhileCodePending(warm));
+  int extra_warmups = 0;
+  if (watch != nullptr) {
+    PVGPU_ASSIGN_OR_RETURN(extra_warmups, watch->RepeatWhileCodePending(warm));
+  }
+  if (extra_warmups > 0) {
     PVGPU_TRY(device.Upload(pos[0], initial.positions.data(), bytes));
     PVGPU_TRY(device.Upload(vel, initial.velocities.data(), bytes));
     current = 0;
@@ -151,7 +154,7 @@ StatusOr<BenchReport> RunNbody(const BenchOptions& options) {
     // step first, when the engine may still be compiling it, so that the timed run finds its
     // code in the host's disk cache (docs/jit.md).
     StatusOr<RuntimeNbodyRun> runtime = Error(Code::kUnknown, "not run");
-    if (host_watch.Finish().engine == "auto") {
+    if (host_watch.engine() == "auto") {
       runtime = RunRuntimeNbody(*host, n, 1);
       if (runtime.ok()) host_watch.WaitWhileCodePending();
     }
