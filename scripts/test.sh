@@ -9,5 +9,11 @@ cd "$(dirname "$0")/.."
 build_dir="${PVGPU_BUILD_DIR:-build}"
 # PoCL too, so that the benchmarks' PoCL rows are tested.
 scripts/install-deps.sh --pocl
+start=$SECONDS
 scripts/build.sh "$build_dir"
-exec ctest --test-dir "$build_dir" --output-on-failure -j"${PVGPU_TEST_JOBS:-2}" "$@"
+echo "test: build took $((SECONDS - start)) s"
+start=$SECONDS
+status=0
+ctest --test-dir "$build_dir" --output-on-failure -j"${PVGPU_TEST_JOBS:-2}" "$@" || status=$?
+echo "test: tests took $((SECONDS - start)) s"
+exit "$status"

@@ -63,6 +63,9 @@ struct FNeg {
 // Of two zeros min takes the negative one and max the positive one.
 template <typename T, bool F, bool kNaN, bool kMax>
 struct FMinMax {
+  static constexpr NOp kNative = F       ? NOp::kNone
+                                 : kNaN ? (kMax ? NOp::kFMaxNaN : NOp::kFMinNaN)
+                                        : (kMax ? NOp::kFMax : NOp::kFMin);
   static T Apply(T a, T b) {
     a = Pre<T, F>(a);
     b = Pre<T, F>(b);

@@ -41,6 +41,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "common/log.h"
+#include "ptx/families.h"
 #include "ptx/handlers.h"
 #include "ptx/jit_cache.h"
 #include "ptx/jit_codegen.h"
@@ -90,9 +91,22 @@ JitEngine& TheEngine() {
   return *e;
 }
 
-// Whether the generator emits `d` natively (else the instruction calls its handler).
-bool Supported(const NativeDesc& d) {
+// Whether a cvt compiles natively: the conversions LLVM's instructions perform exactly as
+// ExecCvt does (no .ftz or .sat, no directed rounding where a conversion rounds).
+bool CvtSupported(const NativeDesc& d, const Inst& in) {
+  if (in.flags != 0) return false;
+  const Round rm = static_cast<Round>(in.aux);
+  const bool directed = rm == Round::kRz || rm == Round::kRm || rm == Round::kRp;
+  if (!IsFloat(d.s) && IsFloat(d.d)) return !directed;  // int to float rounds
+  if (IsFloat(d.s) && IsFloat(d.d) && d.d == Ty::kF32 && d.s == Ty::kF64) return !directed;
+  return true;  // int to int, float to int (integral rounding), exact float conversions
+}
+
+// Whether the generator emits `in` (described by `d`) natively, else it calls its handler.
+bool Supported(const NativeDesc& d, const Inst& in) {
   switch (d.op) {
+    case NOp::kCvt:
+      return CvtSupported(d, in);
     case NOp::kShift:
     case NOp::kShiftImm:
       return TypeSize(d.d) >= 4;
@@ -261,6 +275,8 @@ class Gen {
   bool Emit(uint32_t pc, Value* active);
   void EmitLanewise(const Inst& in, const NativeDesc& d, Value* m);
   void EmitSetp(const Inst& in, const NativeDesc& d, Value* m);
+  void EmitCvt(const Inst& in, const NativeDesc& d, Value* m);
+  Value* FMinMax(Value* a, Value* b, bool max, bool nan_wins);
   void EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m);
   Value* Compare(int op, Ty t, Value* a, Value* b);
 
@@ -415,10 +431,83 @@ void Gen::EmitLanewise(const Inst& in, const NativeDesc& d, Value* m) {
     case NOp::kFRcp:
       r = b_.CreateFDiv(fconst(1.0), src(1));
       break;
+    case NOp::kFMin:
+    case NOp::kFMax:
+    case NOp::kFMinNaN:
+    case NOp::kFMaxNaN:
+      r = FMinMax(src(1), src(2), d.op == NOp::kFMax || d.op == NOp::kFMaxNaN,
+                  d.op == NOp::kFMinNaN || d.op == NOp::kFMaxNaN);
+      break;
     default:
       return;
   }
   Dst(in.a[0], d.d, r, m);
+}
+
+// float_ops.h's FMinMax, lane by lane: of two numbers the smaller (larger), of two equal ones
+// the negative (positive) one, so -0 is below +0; one NaN yields the other operand (IEEE
+// minNum), two NaNs or (nan_wins, .NaN) any NaN the canonical quiet NaN the interpreter returns.
+Value* Gen::FMinMax(Value* a, Value* b, bool max, bool nan_wins) {
+  llvm::Type* vt = a->getType();
+  llvm::Type* it = Vec(b_.getIntNTy(vt->getScalarSizeInBits()));
+  Value* neg_a = b_.CreateICmpSLT(b_.CreateBitCast(a, it), llvm::Constant::getNullValue(it));
+  Value* beats = max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
+  Value* tie = b_.CreateAnd(b_.CreateFCmpOEQ(a, b), max ? b_.CreateNot(neg_a) : neg_a);
+  Value* r = b_.CreateSelect(b_.CreateOr(beats, tie), a, b);
+  Value* qnan = llvm::ConstantFP::getQNaN(vt);
+  Value* nan_a = b_.CreateFCmpUNO(a, a);
+  Value* nan_b = b_.CreateFCmpUNO(b, b);
+  if (nan_wins) return b_.CreateSelect(b_.CreateOr(nan_a, nan_b), qnan, r);
+  r = b_.CreateSelect(nan_b, a, r);
+  r = b_.CreateSelect(nan_a, b, r);
+  return b_.CreateSelect(b_.CreateAnd(nan_a, nan_b), qnan, r);
+}
+
+// ExecCvt for the forms CvtSupported admits.
+void Gen::EmitCvt(const Inst& in, const NativeDesc& d, Value* m) {
+  const Ty dt = d.d, st = d.s;
+  const Round rm = static_cast<Round>(in.aux);
+  Value* v = Src(in.a[1], st);
+  llvm::Type* dty = Vec(ElemTy(dt));
+  // To an integral value as the mode says (float to int without one truncates).
+  auto integral = [&](Value* x, bool to_int) -> Value* {
+    llvm::Intrinsic::ID id;
+    switch (rm) {
+      case Round::kRni:
+        id = llvm::Intrinsic::roundeven;
+        break;
+      case Round::kRzi:
+        id = llvm::Intrinsic::trunc;
+        break;
+      case Round::kRmi:
+        id = llvm::Intrinsic::floor;
+        break;
+      case Round::kRpi:
+        id = llvm::Intrinsic::ceil;
+        break;
+      default:
+        if (!to_int) return x;
+        id = llvm::Intrinsic::trunc;
+    }
+    return b_.CreateIntrinsic(id, {x->getType()}, {x});
+  };
+  const unsigned sbits = 8 * TypeSize(st), dbits = 8 * TypeSize(dt);
+  Value* r;
+  if (!IsFloat(st) && !IsFloat(dt)) {
+    r = dbits < sbits   ? b_.CreateTrunc(v, dty)
+        : dbits > sbits ? (IsSigned(st) ? b_.CreateSExt(v, dty) : b_.CreateZExt(v, dty))
+                        : v;
+  } else if (!IsFloat(dt)) {
+    // Saturating, NaN to 0: ExecCvt's range checks.
+    r = b_.CreateIntrinsic(IsSigned(dt) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
+                           {dty, v->getType()}, {integral(v, true)});
+  } else if (!IsFloat(st)) {
+    r = IsSigned(st) ? b_.CreateSIToFP(v, dty) : b_.CreateUIToFP(v, dty);
+  } else {
+    Value* x = integral(v, false);
+    r = dbits > sbits ? b_.CreateFPExt(x, dty) : dbits < sbits ? b_.CreateFPTrunc(x, dty) : x;
+  }
+  Dst(in.a[0], dt, r, m);
 }
 
 void Gen::EmitSetp(const Inst& in, const NativeDesc& d, Value* m) {
@@ -730,6 +819,9 @@ bool Gen::Emit(uint32_t pc, Value* active) {
     case NOp::kSt:
       EmitMemory(pc, in, *d, m);
       return true;
+    case NOp::kCvt:
+      EmitCvt(in, *d, m);
+      return true;
     default:
       EmitLanewise(in, *d, m);
       return true;
@@ -745,7 +837,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
   for (uint32_t pc = 0; pc < n; ++pc) {
     const Inst& in = img_.code[pc];
     const NativeDesc* d = FindNative(in.fn);
-    if (d != nullptr && Supported(*d)) desc_[pc] = d;
+    if (d != nullptr && Supported(*d, in)) desc_[pc] = d;
     if (desc_[pc] != nullptr) ++stats->native;
     if (d != nullptr && d->op == NOp::kBra) {
       starts.insert(static_cast<uint32_t>(in.aux));

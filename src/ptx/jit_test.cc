@@ -181,6 +181,121 @@ $L:
   EXPECT_EQ(s.code(), Code::kLaunchFailed) << s.message();
 }
 
+// Float min/max and conversions over every pair of special values: signed zeros, NaNs,
+// infinities, halves (ties of every integral rounding), values past the integer types' ranges,
+// a denormal. Each thread writes 16 words from its pair (a, b).
+const char* kSpecialKernel = R"(
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{
+  .reg .b32 %r<24>;
+  .reg .b64 %rd<16>;
+  .reg .f32 %f<16>;
+  .reg .b16 %rs<4>;
+  .reg .f64 %fd<4>;
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd1, [in];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mad.lo.s32 %r3, %r1, %r2, %r0;
+  mul.wide.u32 %rd2, %r3, 8;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.v2.f32 {%f0, %f1}, [%rd3];
+  mul.wide.u32 %rd4, %r3, 64;
+  add.s64 %rd5, %rd0, %rd4;
+  min.f32 %f2, %f0, %f1;
+  max.f32 %f3, %f0, %f1;
+  min.NaN.f32 %f4, %f0, %f1;
+  max.NaN.f32 %f5, %f0, %f1;
+  st.global.v4.f32 [%rd5], {%f2, %f3, %f4, %f5};
+  cvt.rni.s32.f32 %r4, %f0;
+  cvt.rzi.u32.f32 %r5, %f0;
+  cvt.rmi.s16.f32 %rs0, %f0;
+  cvt.s32.s16 %r6, %rs0;
+  cvt.rpi.u16.f32 %rs1, %f1;
+  cvt.u32.u16 %r7, %rs1;
+  st.global.v4.u32 [%rd5+16], {%r4, %r5, %r6, %r7};
+  cvt.rzi.s64.f32 %rd6, %f0;
+  cvt.u32.u64 %r8, %rd6;
+  shr.u64 %rd6, %rd6, 32;
+  cvt.u32.u64 %r9, %rd6;
+  mov.b32 %r10, %f0;
+  cvt.rn.f32.s32 %f6, %r10;
+  mov.b32 %r11, %f1;
+  cvt.rn.f32.u32 %f7, %r11;
+  mov.b32 %r12, %f6;
+  mov.b32 %r13, %f7;
+  st.global.v4.u32 [%rd5+32], {%r8, %r9, %r12, %r13};
+  cvt.f64.f32 %fd0, %f0;
+  mul.f64 %fd1, %fd0, 0d3FD5555555555555;
+  cvt.rn.f32.f64 %f8, %fd1;
+  cvt.rni.f32.f32 %f9, %f0;
+  cvt.rmi.f32.f32 %f10, %f1;
+  mul.f64 %fd2, %fd0, 0d4008000000000000;
+  cvt.rpi.s32.f64 %r14, %fd2;
+  mov.b32 %f11, %r14;
+  st.global.v4.f32 [%rd5+48], {%f8, %f9, %f10, %f11};
+  ret;
+}
+)";
+
+TEST_F(JitTest, FloatMinMaxAndConversionsAgreeOnSpecialValues) {
+  const std::vector<uint32_t> values = {
+      0x00000000, 0x80000000, 0x3F000000, 0xBF000000, 0x3FC00000, 0x40200000,
+      0xC0200000, 0x3F800000, 0xBF800000, 0x7FC00000, 0xFFC00001, 0x7F800000,
+      0xFF800000, 0x4F32D05E, 0xCF32D05E, 0x4F000000, 0x47886C80, 0xC71C40B3,
+      0x00000001, 0x7F7FFFFF, 0x3EFFFFFF};
+  const size_t pairs = values.size() * values.size();
+  const Dim3 grid{static_cast<uint32_t>((pairs + 63) / 64), 1, 1}, block{64, 1, 1};
+  const size_t threads = grid.x * 64;
+  std::vector<uint32_t> in(2 * threads);
+  for (size_t t = 0; t < threads; ++t) {
+    in[2 * t] = values[(t % pairs) / values.size()];
+    in[2 * t + 1] = values[(t % pairs) % values.size()];
+  }
+  JitStats stats = StatsOf(kSpecialKernel);
+  EXPECT_EQ(stats.calls.find("min"), std::string::npos) << stats.calls;
+  EXPECT_EQ(stats.calls.find("max"), std::string::npos) << stats.calls;
+  EXPECT_EQ(stats.calls.find("cvt"), std::string::npos) << stats.calls;
+  Outcome a = RunWith(Engine::kInterp, kSpecialKernel, in, threads * 16, grid, block);
+  Outcome b = RunWith(Engine::kJit, kSpecialKernel, in, threads * 16, grid, block);
+  ASSERT_TRUE(a.status.ok()) << a.status.message();
+  ASSERT_TRUE(b.status.ok()) << b.status.message();
+  auto nan = [](uint32_t w) { return (w & 0x7F800000u) == 0x7F800000u && (w & 0x7FFFFFu) != 0; };
+  for (size_t i = 0; i < a.out.size(); ++i) {
+    // Words 12 to 14 are float results of conversions of a NaN operand: payloads are free
+    // (see RandomKernelsAgreeBitForBit). min/max select operands or the canonical NaN exactly.
+    const size_t w = i % 16;
+    if (w >= 12 && w <= 14 && nan(a.out[i]) && nan(b.out[i])) continue;
+    ASSERT_EQ(a.out[i], b.out[i]) << "thread " << i / 16 << " word " << w << ": a=0x" << std::hex
+                                  << in[2 * (i / 16)] << " b=0x" << in[2 * (i / 16) + 1];
+  }
+  // A few of the rules, spelled out here rather than taken from either engine.
+  auto word = [&](uint32_t a_bits, uint32_t b_bits, size_t w) {
+    for (size_t t = 0; t < pairs; ++t)
+      if (in[2 * t] == a_bits && in[2 * t + 1] == b_bits) return b.out[16 * t + w];
+    ADD_FAILURE() << "no such pair";
+    return 0u;
+  };
+  EXPECT_EQ(word(0x00000000, 0x80000000, 0), 0x80000000u);  // min(+0, -0) = -0
+  EXPECT_EQ(word(0x80000000, 0x00000000, 1), 0x00000000u);  // max(-0, +0) = +0
+  EXPECT_EQ(word(0x7FC00000, 0x3F800000, 0), 0x3F800000u);  // min(NaN, 1) = 1
+  EXPECT_EQ(word(0x3F800000, 0xFFC00001, 1), 0x3F800000u);  // max(1, NaN) = 1
+  EXPECT_EQ(word(0x7FC00000, 0x3F800000, 2), 0x7FC00000u);  // min.NaN(NaN, 1) = NaN
+  EXPECT_EQ(word(0x40200000, 0x00000000, 4), 2u);           // rni(2.5) = 2
+  EXPECT_EQ(word(0xC0200000, 0x00000000, 4), static_cast<uint32_t>(-2));
+  EXPECT_EQ(word(0x4F32D05E, 0x00000000, 4), 0x7FFFFFFFu);  // 3e9 saturates
+  EXPECT_EQ(word(0x7FC00000, 0x00000000, 4), 0u);           // NaN to 0
+  EXPECT_EQ(word(0xBF000000, 0x00000000, 5), 0u);           // rzi u32(-0.5) = 0
+  EXPECT_EQ(word(0xC71C40B3, 0x00000000, 6), 0xFFFF8000u);  // rmi s16(-40000.7) = -32768
+  EXPECT_EQ(word(0x00000000, 0x47886C80, 7), 0xFFFFu);      // rpi u16(70000) = 65535
+  EXPECT_EQ(word(0x3FC00000, 0x00000000, 13), 0x40000000u); // rni(1.5) = 2
+  EXPECT_EQ(word(0x00000000, 0xBF000000, 14), 0xBF800000u); // rmi(-0.5) = -1
+}
+
 // --- Random kernels -------------------------------------------------------------------------
 
 // Writes a random kernel k(out, in): each thread loads 4 words of `in`, runs `ops` random
@@ -196,6 +311,7 @@ std::string RandomKernel(std::mt19937& rng, int ops) {
   k << ".version 9.0\n.target sm_90\n.address_size 64\n"
     << ".visible .entry k(.param .u64 out, .param .u64 in)\n{\n"
     << "  .reg .pred %p<8>;\n  .reg .b32 %r<24>;\n  .reg .b64 %rd<16>;\n  .reg .f32 %f<8>;\n"
+    << "  .reg .b16 %rs<4>;\n  .reg .f64 %fd<4>;\n"
     << "  .shared .align 16 .b32 sm[256];\n"
     << "  ld.param.u64 %rd0, [out];\n  ld.param.u64 %rd1, [in];\n"
     << "  mov.u32 %r0, %tid.x;\n  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n"
@@ -216,7 +332,8 @@ std::string RandomKernel(std::mt19937& rng, int ops) {
       k << "  and.b32 %r6, %r0, " << (1 + pick(31)) << ";\n  setp.ne.u32 %p3, %r6, 0;\n";
       guard = pick(2) ? "@%p3 " : "@!%p3 ";
     }
-    switch (pick(24)) {
+    static const char* kIntegral[] = {"rni", "rzi", "rmi", "rpi"};
+    switch (pick(30)) {
       case 0: k << "  " << guard << "add.u32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
       case 1: k << "  " << guard << "sub.s32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
       case 2: k << "  " << guard << "mul.lo.u32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
@@ -284,6 +401,38 @@ std::string RandomKernel(std::mt19937& rng, int ops) {
         k << "  mul.wide.s32 %rd6, " << r() << ", " << r() << ";\n"
           << "  cvt.u32.u64 " << r() << ", %rd6;\n  shr.u64 %rd6, %rd6, 32;\n"
           << "  cvt.u32.u64 " << r() << ", %rd6;\n";
+        break;
+      case 23:  // float min/max: NaN operands, signed zeros
+        k << "  " << guard << (pick(2) ? "min" : "max") << (pick(3) == 0 ? ".NaN" : "")
+          << ".f32 " << f() << ", " << f() << ", " << f() << ";\n";
+        break;
+      case 24: {  // special values for min/max and the conversions
+        static const char* kSpecial[] = {"0f80000000", "0f00000000", "0f7FC00000",
+                                         "0fFF800000", "0f4F000000", "0fCF000001"};
+        k << "  " << guard << "mov.f32 " << f() << ", " << kSpecial[pick(6)] << ";\n";
+        break;
+      }
+      case 25:  // float to integer, every integral rounding, saturating
+        k << "  " << guard << "cvt." << kIntegral[pick(4)] << (pick(2) ? ".s32" : ".u32")
+          << ".f32 " << r() << ", " << f() << ";\n";
+        break;
+      case 26:  // through 16-bit registers
+        k << "  cvt.u16.u32 %rs0, " << r() << ";\n  cvt.s32.s16 " << r() << ", %rs0;\n"
+          << "  cvt." << kIntegral[pick(4)] << (pick(2) ? ".s16" : ".u16") << ".f32 %rs1, "
+          << f() << ";\n  cvt.u32.u16 " << r() << ", %rs1;\n"
+          << "  cvt.rn.f32." << (pick(2) ? "s16" : "u16") << " " << f() << ", %rs1;\n";
+        break;
+      case 27:  // through double
+        k << "  cvt.f64.f32 %fd0, " << f() << ";\n  cvt." << kIntegral[pick(4)]
+          << ".f64.f64 %fd1, %fd0;\n  cvt.rn.f32.f64 " << f() << ", %fd" << pick(2) << ";\n"
+          << "  cvt.rn.f64." << (pick(2) ? "s32" : "u32") << " %fd2, " << r() << ";\n"
+          << "  mul.f64 %fd2, %fd2, 0d3FF8000000000000;\n"
+          << "  cvt." << kIntegral[pick(4)] << (pick(2) ? ".s32" : ".u32") << ".f64 " << r()
+          << ", %fd2;\n";
+        break;
+      case 28:  // to an integral float value
+        k << "  " << guard << "cvt." << kIntegral[pick(4)] << ".f32.f32 " << f() << ", " << f()
+          << ";\n";
         break;
       default:
         k << "  " << guard << "mov.b32 " << f() << ", " << r() << ";\n";

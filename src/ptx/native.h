@@ -46,6 +46,10 @@ enum class NOp : uint8_t {
   kFSqrt,
   kFRsqrt,  // 1 / sqrt(a), both correctly rounded (ops_math.cc)
   kFRcp,    // 1 / a
+  kFMin,     // float_ops.h's FMinMax: a NaN operand yields the other, -0 below +0
+  kFMax,
+  kFMinNaN,  // .NaN: a NaN operand yields the canonical NaN
+  kFMaxNaN,
   // Others; operand layout as their handlers document.
   kShiftImm,   // k: 1 left
   kShift,      // k: 1 left
@@ -55,6 +59,7 @@ enum class NOp : uint8_t {
   kExtend,     // lower.cc's ExecExtend
   kAddImm64,
   kCvta,  // k: bit0 to generic, bit1 32-bit source, bit2 32-bit destination
+  kCvt,   // ops_round.cc's ExecCvt<d, s>; the rounding mode and flags are the instruction's
   kBra,
   kLd,  // space, bytes, vec
   kSt,

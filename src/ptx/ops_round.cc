@@ -85,6 +85,9 @@ double RoundIntegral(double v, Round rm) {
 template <typename D, typename S>
 bool ExecCvt(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
+  if constexpr (TyOf<D>() != Ty::kNone && TyOf<S>() != Ty::kNone) {
+    PVGPU_NATIVE((&ExecCvt<D, S>), NOp::kCvt, TyOf<D>(), TyOf<S>());
+  }
   const Round rm = static_cast<Round>(in.aux);
   const bool ftz = in.flags & 1, sat = in.flags & 2;
   constexpr bool kSrcInt = std::is_integral_v<S>;
