@@ -276,6 +276,8 @@ class Gen {
   void EmitLanewise(const Inst& in, const NativeDesc& d, Value* m);
   void EmitSetp(const Inst& in, const NativeDesc& d, Value* m);
   void EmitCvt(const Inst& in, const NativeDesc& d, Value* m);
+  void EmitShfl(const Inst& in, const NativeDesc& d, Value* m);
+  void EmitVote(const Inst& in, Value* m);
   Value* FMinMax(Value* a, Value* b, bool max, bool nan_wins);
   void EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m);
   Value* Compare(int op, Ty t, Value* a, Value* b);
@@ -461,6 +463,65 @@ Value* Gen::FMinMax(Value* a, Value* b, bool max, bool nan_wins) {
   r = b_.CreateSelect(nan_b, a, r);
   r = b_.CreateSelect(nan_a, b, r);
   return b_.CreateSelect(b_.CreateAnd(nan_a, nan_b), qnan, r);
+}
+
+// ExecShfl: each lane's source lane from its b and c operands, the value read from the source
+// register in the register file (a gather: lanes outside m read whatever it holds, as there),
+// the optional predicate telling which lanes got another lane's value.
+void Gen::EmitShfl(const Inst& in, const NativeDesc& d, Value* m) {
+  std::vector<llvm::Constant*> ids;
+  for (uint32_t i = 0; i < 32; ++i) ids.push_back(llvm::ConstantInt::get(i32_, i));
+  Value* lane = llvm::ConstantVector::get(ids);
+  Value* b = b_.CreateAnd(Src(in.a[3], Ty::kU32), Splat(C32(31)));
+  Value* c = Src(in.a[4], Ty::kU32);
+  Value* cval = b_.CreateAnd(c, Splat(C32(31)));
+  Value* seg = b_.CreateAnd(b_.CreateLShr(c, Splat(C32(8))), Splat(C32(31)));
+  Value* not_seg = b_.CreateNot(seg);
+  Value* min_lane = b_.CreateAnd(lane, seg);
+  Value* max_lane = b_.CreateOr(min_lane, b_.CreateAnd(cval, not_seg));
+  Value* j;
+  Value* ok;
+  switch (d.k) {
+    case 0:
+      j = b_.CreateSub(lane, b);
+      ok = b_.CreateICmpSGE(j, max_lane);
+      break;
+    case 1:
+      j = b_.CreateAdd(lane, b);
+      ok = b_.CreateICmpSLE(j, max_lane);
+      break;
+    case 2:
+      j = b_.CreateXor(lane, b);
+      ok = b_.CreateICmpSLE(j, max_lane);
+      break;
+    default:
+      j = b_.CreateOr(min_lane, b_.CreateAnd(b, not_seg));
+      ok = b_.CreateICmpSLE(j, max_lane);
+      break;
+  }
+  Value* in_warp = b_.CreateICmpULT(j, Splat(C32(32)));  // also j >= 0
+  j = b_.CreateSelect(b_.CreateAnd(ok, in_warp), j, lane);
+  Value* ptrs = b_.CreateGEP(i32_, RegAddr(in.a[2]), j);
+  Value* all = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(32),
+                                              llvm::ConstantInt::getTrue(ctx_));
+  auto* v = b_.CreateMaskedGather(Vec(i32_), ptrs, llvm::Align(4), all);
+  TagRegs(v);
+  if (in.a[1] != kNoReg) DstPred(in.a[1], b_.CreateBitCast(ok, i32_), m);
+  Dst(in.a[0], Ty::kU32, v, m);
+}
+
+// ExecVote: all, any and uni set a predicate, ballot writes the mask of lanes in m whose
+// predicate is true.
+void Gen::EmitVote(const Inst& in, Value* m) {
+  Value* p = b_.CreateAnd(LoadPred(in.a[1]), m);
+  if (in.aux == 3) {
+    Dst(in.a[0], Ty::kU32, Splat(p), m);
+    return;
+  }
+  Value* v = in.aux == 0   ? b_.CreateICmpEQ(p, m)
+             : in.aux == 1 ? b_.CreateICmpNE(p, C32(0))
+                           : b_.CreateOr(b_.CreateICmpEQ(p, C32(0)), b_.CreateICmpEQ(p, m));
+  DstPred(in.a[0], b_.CreateSelect(v, C32(0xFFFFFFFFu), C32(0)), m);
 }
 
 // ExecCvt for the forms CvtSupported admits.
@@ -821,6 +882,12 @@ bool Gen::Emit(uint32_t pc, Value* active) {
       return true;
     case NOp::kCvt:
       EmitCvt(in, *d, m);
+      return true;
+    case NOp::kShfl:
+      EmitShfl(in, *d, m);
+      return true;
+    case NOp::kVote:
+      EmitVote(in, m);
       return true;
     default:
       EmitLanewise(in, *d, m);

@@ -333,7 +333,7 @@ std::string RandomKernel(std::mt19937& rng, int ops) {
       guard = pick(2) ? "@%p3 " : "@!%p3 ";
     }
     static const char* kIntegral[] = {"rni", "rzi", "rmi", "rpi"};
-    switch (pick(30)) {
+    switch (pick(32)) {
       case 0: k << "  " << guard << "add.u32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
       case 1: k << "  " << guard << "sub.s32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
       case 2: k << "  " << guard << "mul.lo.u32 " << r() << ", " << r() << ", " << r() << ";\n"; break;
@@ -434,6 +434,29 @@ std::string RandomKernel(std::mt19937& rng, int ops) {
         k << "  " << guard << "cvt." << kIntegral[pick(4)] << ".f32.f32 " << f() << ", " << f()
           << ";\n";
         break;
+      case 29: {  // warp shuffles: every mode, segment widths, lanes past the segment
+        static const char* kMode[] = {"up", "down", "bfly", "idx"};
+        const int mode = pick(4), width = 1 << pick(6);
+        const int c = ((32 - width) << 8) | (mode == 0 ? 0 : 31);
+        const std::string lane = pick(3) == 0 ? r() : std::to_string(pick(40));
+        if (pick(4) == 0) k << "  and.b32 %r7, " << r() << ", 7967;\n";  // c from a register
+        const std::string cop = pick(4) == 0 ? "%r7" : std::to_string(c);
+        k << "  " << guard << "shfl.sync." << kMode[mode] << ".b32 " << r() << "|%p6, " << r()
+          << ", " << lane << ", " << cop << ", -1;\n"
+          << "  selp.b32 " << r() << ", " << r() << ", " << r() << ", %p6;\n";
+        break;
+      }
+      case 30: {  // votes over a lane-dependent predicate
+        static const char* kVote[] = {"all", "any", "uni"};
+        k << "  setp.lt.u32 %p6, " << r() << ", " << r() << ";\n";
+        if (pick(2)) {
+          k << "  " << guard << "vote.sync.ballot.b32 " << r() << ", %p6, -1;\n";
+        } else {
+          k << "  " << guard << "vote.sync." << kVote[pick(3)] << ".pred %p7, %p6, -1;\n"
+            << "  selp.b32 " << r() << ", " << r() << ", " << r() << ", %p7;\n";
+        }
+        break;
+      }
       default:
         k << "  " << guard << "mov.b32 " << f() << ", " << r() << ";\n";
         break;

@@ -60,6 +60,8 @@ enum class NOp : uint8_t {
   kAddImm64,
   kCvta,  // k: bit0 to generic, bit1 32-bit source, bit2 32-bit destination
   kCvt,   // ops_round.cc's ExecCvt<d, s>; the rounding mode and flags are the instruction's
+  kShfl,  // ops_warp.cc's ExecShfl; k: the mode (0 up, 1 down, 2 bfly, 3 idx)
+  kVote,  // ops_warp.cc's ExecVote; the instruction's aux: the mode
   kBra,
   kLd,  // space, bytes, vec
   kSt,

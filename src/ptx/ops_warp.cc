@@ -8,6 +8,7 @@ namespace {
 // shfl.sync.mode.b32 d[|p], a, b, c, membermask. aux: 0 up, 1 down, 2 bfly, 3 idx.
 template <int kMode>
 bool ExecShfl(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE(&ExecShfl<kMode>, NOp::kShfl, Ty::kB32, Ty::kB32, kMode);
   uint8_t* r = w.regs;
   uint32_t src[32];
   std::memcpy(src, RegPtr<uint32_t>(r, in.a[2]), sizeof(src));
@@ -67,6 +68,7 @@ Status LowerShfl(LowerCtx& c) {
 
 // vote: aux 0 all, 1 any, 2 uni, 3 ballot. a[0] d, a[1] predicate.
 bool ExecVote(const Inst& in, Warp& w, uint32_t m) {
+  PVGPU_NATIVE(&ExecVote, NOp::kVote);
   uint32_t p = *RegPtr<uint32_t>(w.regs, in.a[1]) & m;
   if (in.aux == 3) {
     ForLanes(m, [&](int i) { StoreReg<uint32_t>(w.regs, in.a[0], i, p); });
