@@ -219,6 +219,18 @@ TEST(BenchCommand, MatmulPrintsTheScriptsOutputAndAgrees) {
   for (const Json& run : json["runs"]) {
     EXPECT_NEAR(run["result"].get<double>(), 65877.0, 6000.0) << run["how"];
   }
+  // The reduction alone: tree and shuffles through the channel and in-process, the tree in
+  // PoCL, the C++ loop last. The sum of 4096 uniform [0,1) values is 2048 give or take 18
+  // (one standard deviation); every row sums the same matrix, so they agree closely.
+  ASSERT_EQ(json["reductions"].size(), pocl ? 6u : 5u);
+  const double cpp = json["reductions"].back()["result"].get<double>();
+  EXPECT_NEAR(cpp, 2048.0, 150.0);
+  for (const Json& run : json["reductions"]) {
+    EXPECT_NEAR(run["result"].get<double>(), cpp, 1e-2) << run["how"];
+    EXPECT_GT(run["seconds_per_pass"].get<double>(), 0.0) << run["how"];
+    EXPECT_TRUE(run.contains("time_vs_cpp")) << run["how"];
+  }
+  EXPECT_EQ(json["reductions"].back()["how"], "plain C++ 1 thread");
 }
 
 // Graphs (docs/graphs.md): every size, every way, a positive figure.

@@ -149,6 +149,28 @@ extern "C" __global__ void bench_sum(const float* x, int n, float* partial) {
   if (threadIdx.x == 0) partial[blockIdx.x] = scratch[0];
 }
 
+// The same partial sums as bench_sum with warp shuffles: each warp adds its 32 values in
+// registers, one shared word per warp, then the first warp adds those; one barrier in all
+// (bench_sum has nine).
+extern "C" __global__ void bench_sum_shfl(const float* x, int n, float* partial) {
+  __shared__ float warp_sums[SUM_BLOCK / 32];
+  float sum = 0.f;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    sum += x[i];
+  }
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = sum;
+  __syncthreads();
+  if (warp == 0) {
+    sum = lane < blockDim.x / 32 ? warp_sums[lane] : 0.f;
+    for (int offset = 16; offset > 0; offset /= 2) {
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    }
+    if (lane == 0) partial[blockIdx.x] = sum;
+  }
+}
+
 // `pvgpu bench contention`: busy work for every thread (`iters` rounds of a linear
 // congruential step), so that a grid of many blocks keeps every worker of the cpu adapter busy.
 extern "C" __global__ void bench_spin(unsigned int iters, unsigned int* out) {

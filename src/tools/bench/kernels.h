@@ -12,7 +12,8 @@ inline constexpr char kNbodyKernel[] = "bench_nbody_step";
 inline constexpr char kSgemmKernel[] = "bench_sgemm_nt";
 inline constexpr char kWmmaTf32Kernel[] = "bench_wmma_tf32_nt";  // 16x16 tiles, one warp each
 inline constexpr char kSgemmAsyncKernel[] = "bench_sgemm_nt_async";
-inline constexpr char kSumKernel[] = "bench_sum";
+inline constexpr char kSumKernel[] = "bench_sum";            // shared-memory tree
+inline constexpr char kSumShflKernel[] = "bench_sum_shfl";    // warp shuffles
 
 // Launch shapes the kernels are written for (NBODY_TILE, SGEMM_TILE, SUM_BLOCK in the .cu).
 inline constexpr unsigned kNbodyBlock = 256;

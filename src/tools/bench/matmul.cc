@@ -5,6 +5,11 @@
 // show what emulating newer hardware paths costs: the product on tensor cores (WMMA, tf32
 // inputs) and the tiled kernel with its tiles staged by cp.async, double buffered. With PoCL
 // installed, the tiled kernel as OpenCL C runs as one more GPU row.
+//
+// The block reduction is also timed on its own (the target of a within-3x-of-C++ reduction):
+// the sum of A's n * n elements by the shared-memory tree of the script's run and by a
+// warp-shuffle variant, each repeated kReductionPasses times after a warm-up, against a plain
+// C++ loop over the same elements.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +34,24 @@ using Json = nlohmann::ordered_json;
 constexpr double kTolerance = 1e-4;
 // Blocks of the reduction; the host adds their partial sums.
 constexpr unsigned kSumBlocks = 64;
+// Timed passes of each reduction (and of the C++ loop): one pass of n = 512 is about 0.3 ms.
+constexpr int kReductionPasses = 20;
+
+// The reduction kernels of the timed reduction rows.
+struct Reduction {
+  const char* kernel;
+  const char* name;
+};
+constexpr Reduction kReductions[] = {
+    {kSumKernel, "shared-memory tree"},
+    {kSumShflKernel, "warp shuffles"},
+};
+
+struct ReductionResult {
+  std::string where;
+  double sum = 0;
+  double seconds = 0;  // per pass
+};
 
 struct Result {
   std::string device;  // "gpu" or "cpu", as the script's argument
@@ -93,6 +116,49 @@ StatusOr<Result> RunWarm(Device& device, const std::vector<float>& a, int n,
   return RunOnDevice(device, a, n, product);
 }
 
+// The sum of `a` by `reduction`: one untimed pass (repeated while its code is pending, as
+// RunWarm), then kReductionPasses queued passes and one synchronize, timed.
+StatusOr<ReductionResult> RunReduction(Device& device, const std::vector<float>& a,
+                                       const Reduction& reduction, EngineWatch* watch) {
+  const size_t bytes = a.size() * sizeof(float);
+  const int elements = static_cast<int>(a.size());
+  uint64_t dx, dpartial;
+  PVGPU_ASSIGN_OR_RETURN(dx, device.Allocate(bytes));
+  PVGPU_ASSIGN_OR_RETURN(dpartial, device.Allocate(kSumBlocks * sizeof(float)));
+  PVGPU_TRY(device.Upload(dx, a.data(), bytes));
+  auto pass = [&]() -> Status {
+    return device.Launch(reduction.kernel, {kSumBlocks}, {kSumBlock},
+                         {Arg(dx), Arg(elements), Arg(dpartial)});
+  };
+  auto warm = [&]() -> Status {
+    PVGPU_TRY(pass());
+    return device.Synchronize();
+  };
+  PVGPU_TRY(warm());
+  if (watch != nullptr) PVGPU_TRY(watch->RepeatWhileCodePending(warm).status());
+  const Clock::time_point start = Clock::now();
+  for (int i = 0; i < kReductionPasses; ++i) PVGPU_TRY(pass());
+  PVGPU_TRY(device.Synchronize());
+  ReductionResult result;
+  result.seconds = SecondsSince(start) / kReductionPasses;
+  std::vector<float> partial(kSumBlocks);
+  PVGPU_TRY(device.Download(partial.data(), dpartial, partial.size() * sizeof(float)));
+  for (float p : partial) result.sum += p;
+  for (uint64_t buffer : {dx, dpartial}) PVGPU_TRY(device.Free(buffer));
+  return result;
+}
+
+// Both reductions on one device, rows named "<prefix>, <reduction>".
+Status RunReductions(Device& device, const std::vector<float>& a, const std::string& prefix,
+                     EngineWatch* watch, std::vector<ReductionResult>* out) {
+  for (const Reduction& reduction : kReductions) {
+    PVGPU_ASSIGN_OR_RETURN(ReductionResult r, RunReduction(device, a, reduction, watch));
+    r.where = prefix + ", " + reduction.name;
+    out->push_back(r);
+  }
+  return Status::Ok();
+}
+
 // The products that fit n.
 std::vector<const Product*> ProductsFor(int n) {
   std::vector<const Product*> products;
@@ -122,6 +188,7 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
 
   Progress progress("matmul");
   std::vector<Result> results;
+  std::vector<ReductionResult> reductions;
   std::string address;
   EngineUse host_engine, inprocess_engine;
   std::string pocl_note;
@@ -137,6 +204,7 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
         result.where = std::string("pvgpu channel, ") + product->name;
         results.push_back(result);
       }
+      PVGPU_TRY(RunReductions(*device, a, "pvgpu channel", &host_watch, &reductions));
     }
     address = host->is_private() ? "private pvgpud" : host->address();
     host_engine = host_watch.Finish();
@@ -149,6 +217,7 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
       result.where = std::string("cpu adapter in-process, ") + product->name;
       results.push_back(result);
     }
+    PVGPU_TRY(RunReductions(*inprocess, a, "cpu adapter in-process", &watch, &reductions));
     inprocess_engine = watch.Finish();
     // PoCL: the tiled kernel as OpenCL C, on all cores (the tensor-core and cp.async variants
     // have no OpenCL form).
@@ -160,6 +229,10 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
                      " threads";
       pocl_note = "PoCL: " + (*pocl)->version();
       results.push_back(result);
+      PVGPU_ASSIGN_OR_RETURN(ReductionResult r,
+                             RunReduction(**pocl, a, kReductions[0], /*watch=*/nullptr));
+      r.where = std::string("PoCL (OpenCL C), ") + kReductions[0].name;
+      reductions.push_back(r);
     } else if (pocl.status().code() == Code::kNotFound) {
       pocl_note = pocl.status().message();
     } else {
@@ -175,6 +248,14 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
     result.sum = SumOfProductWithTranspose(a, n);
     result.seconds = SecondsSince(start);
     results.push_back(result);
+    if (!reductions.empty()) {
+      ReductionResult r;
+      r.where = "plain C++ 1 thread";
+      const Clock::time_point begin = Clock::now();
+      for (int i = 0; i < kReductionPasses; ++i) r.sum = SumInOrder(a);
+      r.seconds = SecondsSince(begin) / kReductionPasses;
+      reductions.push_back(r);
+    }
   }
 
   BenchReport report;
@@ -209,8 +290,34 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
                         {"gflops", flops / r.seconds / 1e9},
                         {"relative_difference", difference}});
   }
+  // The reductions, against the C++ loop (the last row) when it ran.
+  TextTable reduction_table({"reduction of A's elements", "result", "ms per pass", "GB/s",
+                             "time vs C++"});
+  Json reduction_runs = Json::array();
+  const double elements_bytes = static_cast<double>(a.size()) * sizeof(float);
+  const bool have_cpp = !reductions.empty() && reductions.back().where.rfind("plain C++", 0) == 0;
+  for (const ReductionResult& r : reductions) {
+    const double reference = reductions.back().sum;
+    const double difference = std::fabs(r.sum - reference) / std::max(1.0, std::fabs(reference));
+    worst = std::max(worst, difference);
+    char sum[64];
+    std::snprintf(sum, sizeof(sum), "%.1f", r.sum);
+    const double vs_cpp = have_cpp ? r.seconds / reductions.back().seconds : 0;
+    reduction_table.AddRow({r.where, sum, FormatNumber(r.seconds * 1e3, 4),
+                            FormatNumber(elements_bytes / r.seconds / 1e9, 3),
+                            have_cpp ? FormatNumber(vs_cpp, 3) + "x" : "-"});
+    Json row{{"how", r.where},
+             {"result", r.sum},
+             {"seconds_per_pass", r.seconds},
+             {"gbps", elements_bytes / r.seconds / 1e9},
+             {"relative_difference", difference}};
+    if (have_cpp) row["time_vs_cpp"] = vs_cpp;
+    reduction_runs.push_back(row);
+  }
   report.results_ok = worst <= kTolerance;
   json["runs"] = runs;
+  json["reductions"] = reduction_runs;
+  json["reduction_passes"] = kReductionPasses;
   json["max_relative_difference"] = worst;
   json["results_agree"] = report.results_ok;
   if (options.device != "cpu") {
@@ -218,7 +325,15 @@ StatusOr<BenchReport> RunMatmul(const BenchOptions& options) {
                       {"in_process", EngineUseJson(inprocess_engine)}};
     json["pocl"] = pocl_note;
   }
-  report.table = text + table.Render() + "\nresults " + (report.results_ok ? "agree" : "DISAGREE") +
+  if (!reductions.empty()) {
+    text += table.Render() + "\nThe reduction alone (" + std::to_string(a.size()) +
+            " floats, " + std::to_string(kSumBlocks) + " blocks of " + std::to_string(kSumBlock) +
+            " threads, " + std::to_string(kReductionPasses) + " passes after a warm-up):\n";
+    report.table = text + reduction_table.Render();
+  } else {
+    report.table = text + table.Render();
+  }
+  report.table = report.table + "\nresults " + (report.results_ok ? "agree" : "DISAGREE") +
                  ": largest relative difference " + FormatNumber(worst * 1e6, 3) +
                  "e-6 (tolerance " + FormatNumber(kTolerance, 4) + ")\n";
   if (options.device != "cpu") {

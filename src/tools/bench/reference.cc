@@ -98,4 +98,10 @@ double SumOfProductWithTranspose(const std::vector<float>& a, int n) {
   return total;
 }
 
+double SumInOrder(const std::vector<float>& x) {
+  double sum = 0;
+  for (float v : x) sum += v;
+  return sum;
+}
+
 }  // namespace pvgpu::tools::bench

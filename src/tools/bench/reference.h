@@ -30,4 +30,7 @@ void NbodySimulate(NbodyState& state, const NbodyParameters& parameters, int ste
 // GPU does, and summed in double.
 double SumOfProductWithTranspose(const std::vector<float>& a, int n);
 
+// The sum of x, in index order, single-threaded: the reduction's baseline.
+double SumInOrder(const std::vector<float>& x);
+
 }  // namespace pvgpu::tools::bench
