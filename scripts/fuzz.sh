@@ -2,7 +2,7 @@
 # Fuzzes the decoders that read a guest's bytes, with libFuzzer (clang), ASan and UBSan.
 #
 #   scripts/fuzz.sh TARGET SECONDS   fuzz TARGET for SECONDS; TARGET: protocol, ptx, jit,
-#                                    fatbin, stream, all
+#                                    diff, fatbin, stream, all
 #   scripts/fuzz.sh replay           run every target once over its corpus (-runs=0), as CI does,
 #                                    and build the guest libraries with clang's lock analysis
 #
@@ -11,6 +11,9 @@
 #   ptx       src/ptx/ptx_parser_fuzzer.cc      seeds tests/ptx_corpus/fuzz_seeds
 #   jit       the same source as ptx_jit_fuzzer: every accepted kernel compiled by the cpu
 #             adapter's compiling engine (LLVM) before it runs; same seeds
+#   diff      src/ptx/ptx_diff_fuzzer.cc        seeds tests/fuzz/diff (the input's bytes are the
+#             choices of a random well-formed kernel; the interpreter and the compiler must
+#             leave the same bytes)
 #   fatbin    src/fatbin/fatbin_fuzzer.cc       seeds tests/fuzz/fatbin
 #   stream    src/transport/stream_frames_fuzzer.cc  seeds tests/fuzz/stream_frames (the remote
 #             channel's frame decoder: bytes from the network)
@@ -21,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,17p' "$0" >&2
+  sed -n '2,22p' "$0" >&2
   exit 64
 }
 [[ $# -ge 1 ]] || usage
@@ -31,19 +34,19 @@ seconds="${2:-}"
 
 build_dir="${PVGPU_FUZZ_BUILD_DIR:-build-fuzz}"
 declare -A source=([protocol]=src/protocol/dispatch_fuzzer.cc [ptx]=src/ptx/ptx_parser_fuzzer.cc
-                   [jit]=src/ptx/ptx_parser_fuzzer.cc
+                   [jit]=src/ptx/ptx_parser_fuzzer.cc [diff]=src/ptx/ptx_diff_fuzzer.cc
                    [fatbin]=src/fatbin/fatbin_fuzzer.cc
                    [stream]=src/transport/stream_frames_fuzzer.cc)
 declare -A binary=([protocol]=src/protocol/dispatch_fuzzer [ptx]=src/ptx/ptx_parser_fuzzer
-                   [jit]=src/ptx/ptx_jit_fuzzer
+                   [jit]=src/ptx/ptx_jit_fuzzer [diff]=src/ptx/ptx_diff_fuzzer
                    [fatbin]=src/fatbin/fatbin_fuzzer [stream]=src/transport/stream_frames_fuzzer)
 declare -A seeds=([protocol]=tests/fuzz/protocol [ptx]=tests/ptx_corpus/fuzz_seeds
-                  [jit]=tests/ptx_corpus/fuzz_seeds
+                  [jit]=tests/ptx_corpus/fuzz_seeds [diff]=tests/fuzz/diff
                   [fatbin]=tests/fuzz/fatbin [stream]=tests/fuzz/stream_frames)
 
 case "$mode" in
-  all | replay) targets=(protocol ptx jit fatbin stream) ;;
-  protocol | ptx | jit | fatbin | stream) targets=("$mode") ;;
+  all | replay) targets=(protocol ptx jit diff fatbin stream) ;;
+  protocol | ptx | jit | diff | fatbin | stream) targets=("$mode") ;;
   *) usage ;;
 esac
 
@@ -63,7 +66,7 @@ build_targets=()
 have_jit=false
 grep -q '^LLVM_DIR:PATH=/' "$build_dir/CMakeCache.txt" && have_jit=true
 for t in "${present[@]}"; do
-  [[ "$t" == jit && "$have_jit" == false ]] && continue  # no target without LLVM
+  [[ ("$t" == jit || "$t" == diff) && "$have_jit" == false ]] && continue  # none without LLVM
   build_targets+=("$(basename "${binary[$t]}")")
 done
 # CI's replay also builds the guest libraries here, the one clang build it has: clang checks
@@ -77,8 +80,8 @@ mkdir -p "$build_dir/crashes"
 status=0
 for t in "${present[@]}"; do
   fuzzer="$build_dir/${binary[$t]}"
-  if [[ "$t" == jit && "$have_jit" == false ]]; then
-    echo "fuzz: this build has no compiling engine (LLVM 19 not found); jit skipped"
+  if [[ ("$t" == jit || "$t" == diff) && "$have_jit" == false ]]; then
+    echo "fuzz: this build has no compiling engine (LLVM 19 not found); $t skipped"
     continue
   fi
   if [[ ! -x "$fuzzer" ]]; then

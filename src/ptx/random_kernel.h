@@ -1,0 +1,21 @@
+// Random well-formed PTX kernels for differential testing of the two engines (jit_test.cc's
+// fixed set, and ptx_diff_fuzzer.cc, whose input bytes are the choices).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace pvgpu::ptx::testing {
+
+// Writes a random kernel k(out, in) for blocks of 64 threads: each thread loads 4 words of
+// `in` (at 16 * global thread index), runs `ops` random operations over 8 integer and 8 float
+// registers (some under lane-dependent predicates, some in divergent if/else regions and
+// bounded loops, some through shared memory with barriers, shuffles and votes, conversions),
+// and stores its registers to `out` (16 words per thread: 8 integer, then 8 float). Every
+// form is well defined for every input (no division by zero, no out-of-range access, loops of
+// at most 8 trips), so any difference between the engines is a defect, except the payload of a
+// float NaN (PTX defines none). `next` makes every choice (a value modulo the choice's range).
+std::string RandomKernel(const std::function<uint32_t()>& next, int ops);
+
+}  // namespace pvgpu::ptx::testing
