@@ -79,6 +79,30 @@ static void TestLoads(void) {
                 cuModuleLoad(&module, SiblingPath("saxpy_sm_only.fatbin")));
 }
 
+/* A library loaded while no context is current goes into each context at its first use there,
+ * as NVIDIA's driver loads lazily, so a kernel taken from it and launched (PyTorch's runtime
+ * launches CUkernels directly) reports that load's failure, not an invalid handle. */
+static void LoadLibraryBeforeContext(CUlibrary* library, CUkernel* kernel) {
+  CHECK(cuLibraryLoadData(library, SmOnlyFatbin(), NULL, NULL, 0, NULL, NULL, 0));
+  CHECK(cuLibraryGetKernel(kernel, *library, "saxpy"));
+}
+
+static void TestLaunchOfLazyLibrary(CUkernel kernel) {
+  CUdeviceptr x;
+  CHECK(cuMemAlloc(&x, 256));
+  int n = 64;
+  float a = 2.0f;
+  void* params[] = {&n, &a, &x, &x};
+  EXPECT_RESULT(CUDA_ERROR_NO_BINARY_FOR_GPU,
+                cuLaunchKernel((CUfunction)kernel, 1, 1, 1, 64, 1, 1, 0, NULL, params, NULL));
+  CUfunction function;
+  EXPECT_RESULT(CUDA_ERROR_NO_BINARY_FOR_GPU, cuKernelGetFunction(&function, kernel));
+  /* Not sticky: the context carries on. */
+  CHECK(cuMemsetD8(x, 0, 256));
+  CHECK(cuCtxSynchronize());
+  CHECK(cuMemFree(x));
+}
+
 static void TestRefusedTables(void) {
   const void* table = &table;
   const CUuuid nvrtc = {{(char)0xda, (char)0x91, 0x51, (char)0xd3, 0x3a, (char)0xe6, (char)0xcc,
@@ -130,11 +154,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   CHECK(cuInit(0));
+  CUlibrary library;
+  CUkernel kernel;
+  LoadLibraryBeforeContext(&library, &kernel);
   CUcontext ctx;
   CHECK(cuCtxCreate(&ctx, NULL, 0, 0));
   TestLoads();
+  TestLaunchOfLazyLibrary(kernel);
   TestRefusedTables();
   CHECK(cuCtxDestroy(ctx));
+  CHECK(cuLibraryUnload(library));
   CheckLog(log_path);
   unlink(log_path);
   printf("images named in load errors, refused export tables logged: ok\n");

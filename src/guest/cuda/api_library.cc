@@ -111,10 +111,11 @@ Code KernelFunction(CUkern_st* kernel, Ref<CUfunc_st>* function) {
 Code ResolveFunctionOrKernel(CUfunction handle, Ref<CUfunc_st>* function) {
   if (ResolveFunction(handle, function) == Code::kOk) return Code::kOk;
   Ref<CUkern_st> kernel = objects().kernels.Find(handle);
-  if (kernel == nullptr || KernelFunction(kernel.get(), function) != Code::kOk) {
-    return Code::kInvalidHandle;
-  }
-  return Code::kOk;
+  if (kernel == nullptr) return Code::kInvalidHandle;
+  // A library is loaded into a context at its first use there, as NVIDIA's driver loads
+  // lazily: a launch of one of its kernels reports that load's failure, say
+  // CUDA_ERROR_NO_BINARY_FOR_GPU for an image with machine code only (PyTorch's wheels).
+  return KernelFunction(kernel.get(), function);
 }
 
 namespace api {
