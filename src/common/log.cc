@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,13 @@ namespace pvgpu::log {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kWarn)};
+std::atomic<int> g_capture_level{-1};
+std::atomic<int> g_message_level{static_cast<int>(Level::kWarn)};  // max of the two
+std::atomic<CaptureFn> g_capture{nullptr};
+
+void UpdateMessageLevel() {
+  g_message_level.store(std::max(g_level.load(), g_capture_level.load()));
+}
 std::string g_component = "pvgpu";
 FILE* g_out = nullptr;
 std::mutex g_mutex;
@@ -26,6 +34,19 @@ const char* LevelName(Level level) {
     case Level::kTrace: return "T";
   }
   return "?";
+}
+
+void Print(Level level, const std::string& message) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  FILE* out = g_out != nullptr ? g_out : stderr;
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  tm parts{};
+  localtime_r(&now.tv_sec, &parts);
+  std::fprintf(out, "[%s %d %02d:%02d:%02d.%03ld %s] %s\n", g_component.c_str(),
+               static_cast<int>(getpid()), parts.tm_hour, parts.tm_min, parts.tm_sec,
+               now.tv_nsec / 1000000, LevelName(level), message.c_str());
+  std::fflush(out);
 }
 
 }  // namespace
@@ -55,6 +76,7 @@ void Init(const char* component, Level fallback) {
     }
   }
   g_level.store(static_cast<int>(level));
+  UpdateMessageLevel();
   if (const char* file = std::getenv("PVGPU_LOG_FILE"); file != nullptr && *file != '\0') {
     if (FILE* out = std::fopen(file, "a")) {
       if (g_out != nullptr) std::fclose(g_out);
@@ -65,17 +87,19 @@ void Init(const char* component, Level fallback) {
 
 Level CurrentLevel() { return static_cast<Level>(g_level.load(std::memory_order_relaxed)); }
 
+Level MessageLevel() { return static_cast<Level>(g_message_level.load(std::memory_order_relaxed)); }
+
+void SetCapture(Level max, CaptureFn fn) {
+  g_capture.store(fn);
+  g_capture_level.store(fn != nullptr ? static_cast<int>(max) : -1);
+  UpdateMessageLevel();
+}
+
 void Write(Level level, const std::string& message) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  FILE* out = g_out != nullptr ? g_out : stderr;
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  tm parts{};
-  localtime_r(&now.tv_sec, &parts);
-  std::fprintf(out, "[%s %d %02d:%02d:%02d.%03ld %s] %s\n", g_component.c_str(),
-               static_cast<int>(getpid()), parts.tm_hour, parts.tm_min, parts.tm_sec,
-               now.tv_nsec / 1000000, LevelName(level), message.c_str());
-  std::fflush(out);
+  if (static_cast<int>(level) <= g_level.load(std::memory_order_relaxed)) Print(level, message);
+  if (static_cast<int>(level) <= g_capture_level.load(std::memory_order_relaxed)) {
+    if (CaptureFn capture = g_capture.load(); capture != nullptr) capture(level, message);
+  }
 }
 
 }  // namespace pvgpu::log

@@ -14,9 +14,19 @@ enum class Level : int { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3, kTrace = 
 
 // Reads PVGPU_LOG once; `fallback` applies when it is unset. `component` prefixes lines.
 void Init(const char* component, Level fallback);
+// The level printed (PVGPU_LOG).
 Level CurrentLevel();
-inline bool Enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(CurrentLevel()); }
+// The level formatted at all: printed, or captured (SetCapture).
+Level MessageLevel();
+inline bool Enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(MessageLevel()); }
+// Prints `message` if `level` is within CurrentLevel(), and hands it to the capture if it is
+// within the capture's level.
 void Write(Level level, const std::string& message);
+// A second destination for every message up to `max`, whatever PVGPU_LOG prints: the guest
+// library's driver log (cuLogs*). Called after the message is printed, with no lock of the
+// log's held (it may log). One capture per process; nullptr removes it.
+using CaptureFn = void (*)(Level level, const std::string& message);
+void SetCapture(Level max, CaptureFn fn);
 bool ParseLevel(const std::string& text, Level* level);
 
 }  // namespace pvgpu::log
