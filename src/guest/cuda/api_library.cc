@@ -115,7 +115,12 @@ Code ResolveFunctionOrKernel(CUfunction handle, Ref<CUfunc_st>* function) {
   // A library is loaded into a context at its first use there, as NVIDIA's driver loads
   // lazily: a launch of one of its kernels reports that load's failure, say
   // CUDA_ERROR_NO_BINARY_FOR_GPU for an image with machine code only (PyTorch's wheels).
-  return KernelFunction(kernel.get(), function);
+  // Without a usable current context a CUkernel stands for no function: an invalid handle.
+  const Code code = KernelFunction(kernel.get(), function);
+  if (code == Code::kInvalidContext || code == Code::kContextIsDestroyed) {
+    return Code::kInvalidHandle;
+  }
+  return code;
 }
 
 namespace api {
