@@ -93,7 +93,10 @@ for t in "${present[@]}"; do
   if [[ "$mode" == replay ]]; then
     count=$(find "${seeds[$t]}" -type f | wc -l)
     echo "fuzz: replaying $count inputs of ${seeds[$t]} through $t"
-    "$fuzzer" -runs=0 -timeout=60 ${PVGPU_FUZZ_ARGS:-} "${seeds[$t]}" || status=1
+    # Artifacts (a crash, or a unit slower than 10 s, which libFuzzer writes too) go to the
+    # build directory, not the working tree.
+    "$fuzzer" -runs=0 -timeout=60 -artifact_prefix="$build_dir/crashes/$t-" ${PVGPU_FUZZ_ARGS:-} \
+      "${seeds[$t]}" || status=1
   else
     corpus="$build_dir/corpus/$t"
     mkdir -p "$corpus"
