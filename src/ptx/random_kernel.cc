@@ -48,7 +48,13 @@ std::string RandomKernel(const std::function<uint32_t()>& next, int ops) {
       case 10: k << "  " << guard << "fma.rn.f32 " << f() << ", " << f() << ", " << f() << ", " << f() << ";\n"; break;
       case 11: k << "  " << guard << "div.rn.f32 " << f() << ", " << f() << ", " << f() << ";\n"; break;
       case 12: k << "  " << guard << (pick(2) ? "sqrt.rn.f32 " : pick(2) ? "rsqrt.approx.f32 " : "abs.f32 ") << f() << ", " << f() << ";\n"; break;
-      case 13: k << "  " << guard << (pick(2) ? "neg.f32 " : "neg.s32 ") << (pick(2) ? f() : r()) << ", " << "%f0;\n"; break;
+      case 13:  // not neg.s32 of a float register: a NaN's payload would reach an integer
+        if (pick(2)) {
+          k << "  " << guard << "neg.f32 " << f() << ", " << f() << ";\n";
+        } else {
+          k << "  " << guard << "neg.s32 " << r() << ", " << r() << ";\n";
+        }
+        break;
       case 14: {
         static const char* cmp[] = {"lt", "le", "gt", "ge", "eq", "ne", "ltu", "geu", "num", "nan"};
         k << "  setp." << cmp[pick(10)] << ".f32 %p1, " << f() << ", " << f() << ";\n"
@@ -140,9 +146,12 @@ std::string RandomKernel(const std::function<uint32_t()>& next, int ops) {
         const int mode = pick(4), width = 1 << pick(6);
         const int c = ((32 - width) << 8) | (mode == 0 ? 0 : 31);
         const std::string lane = pick(3) == 0 ? r() : std::to_string(pick(40));
-        if (pick(4) == 0) k << "  and.b32 %r7, " << r() << ", 7967;\n";  // c from a register
-        const std::string cop = pick(4) == 0 ? "%r7" : std::to_string(c);
-        k << "  " << guard << "shfl.sync." << kMode[mode] << ".b32 " << r() << "|%p6, " << r()
+        // c from a register written just before (an unwritten register's value is undefined).
+        const bool c_reg = pick(4) == 0;
+        if (c_reg) k << "  and.b32 %r7, " << r() << ", 7967;\n";
+        const std::string cop = c_reg ? "%r7" : std::to_string(c);
+        // Never guarded: every lane the member mask names must execute a .sync collective.
+        k << "  shfl.sync." << kMode[mode] << ".b32 " << r() << "|%p6, " << r()
           << ", " << lane << ", " << cop << ", -1;\n"
           << "  selp.b32 " << r() << ", " << r() << ", " << r() << ", %p6;\n";
         break;
@@ -151,9 +160,9 @@ std::string RandomKernel(const std::function<uint32_t()>& next, int ops) {
         static const char* kVote[] = {"all", "any", "uni"};
         k << "  setp.lt.u32 %p6, " << r() << ", " << r() << ";\n";
         if (pick(2)) {
-          k << "  " << guard << "vote.sync.ballot.b32 " << r() << ", %p6, -1;\n";
+          k << "  vote.sync.ballot.b32 " << r() << ", %p6, -1;\n";  // unguarded, as shfl
         } else {
-          k << "  " << guard << "vote.sync." << kVote[pick(3)] << ".pred %p7, %p6, -1;\n"
+          k << "  vote.sync." << kVote[pick(3)] << ".pred %p7, %p6, -1;\n"
             << "  selp.b32 " << r() << ", " << r() << ", " << r() << ", %p7;\n";
         }
         break;

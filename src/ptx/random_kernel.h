@@ -14,8 +14,9 @@ namespace pvgpu::ptx::testing {
 // bounded loops, some through shared memory with barriers, shuffles and votes, conversions),
 // and stores its registers to `out` (16 words per thread: 8 integer, then 8 float). Every
 // form is well defined for every input (no division by zero, no out-of-range access, loops of
-// at most 8 trips), so any difference between the engines is a defect, except the payload of a
-// float NaN (PTX defines none). `next` makes every choice (a value modulo the choice's range).
+// at most 8 trips, no register read before it is written, no float register's bits moved to an
+// integer register), so any difference between the engines is a defect, except the payload of
+// a float NaN (PTX defines none). `next` makes every choice (a value modulo the choice's range).
 std::string RandomKernel(const std::function<uint32_t()>& next, int ops);
 
 }  // namespace pvgpu::ptx::testing
