@@ -14,13 +14,8 @@ namespace pvgpu::log {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kWarn)};
-std::atomic<int> g_capture_level{-1};
-std::atomic<int> g_message_level{static_cast<int>(Level::kWarn)};  // max of the two
+std::atomic<int> g_capture_level{-1};  // -1: no capture
 std::atomic<CaptureFn> g_capture{nullptr};
-
-void UpdateMessageLevel() {
-  g_message_level.store(std::max(g_level.load(), g_capture_level.load()));
-}
 std::string g_component = "pvgpu";
 FILE* g_out = nullptr;
 std::mutex g_mutex;
@@ -76,7 +71,6 @@ void Init(const char* component, Level fallback) {
     }
   }
   g_level.store(static_cast<int>(level));
-  UpdateMessageLevel();
   if (const char* file = std::getenv("PVGPU_LOG_FILE"); file != nullptr && *file != '\0') {
     if (FILE* out = std::fopen(file, "a")) {
       if (g_out != nullptr) std::fclose(g_out);
@@ -87,12 +81,14 @@ void Init(const char* component, Level fallback) {
 
 Level CurrentLevel() { return static_cast<Level>(g_level.load(std::memory_order_relaxed)); }
 
-Level MessageLevel() { return static_cast<Level>(g_message_level.load(std::memory_order_relaxed)); }
+Level MessageLevel() {
+  return static_cast<Level>(std::max(g_level.load(std::memory_order_relaxed),
+                                     g_capture_level.load(std::memory_order_relaxed)));
+}
 
 void SetCapture(Level max, CaptureFn fn) {
   g_capture.store(fn);
   g_capture_level.store(fn != nullptr ? static_cast<int>(max) : -1);
-  UpdateMessageLevel();
 }
 
 void Write(Level level, const std::string& message) {

@@ -34,20 +34,12 @@ struct Outcome {
   std::vector<uint32_t> out;
 };
 
-// Runs kernel k(out, in) of `ptx` with `engine` on fresh memory: `in` uploaded, `out_words`
-// words of output, starting as a pattern.
+// testing::RunKernel, the load expected to succeed.
 Outcome RunWith(Engine engine, const std::string& ptx, const std::vector<uint32_t>& in,
                 size_t out_words, Dim3 grid, Dim3 block) {
-  Outcome o;
-  Runner runner(ptx);
-  EXPECT_TRUE(runner.ok()) << runner.load_status().message();
-  if (!runner.ok()) return o;
-  runner.set_engine(engine);
-  uint64_t din = runner.mem().Upload(in.empty() ? std::vector<uint32_t>{0} : in);
-  uint64_t dout = runner.mem().Upload(std::vector<uint32_t>(out_words, 0xA5A5A5A5u));
-  o.status = runner.Launch("k", grid, block, {dout, din});
-  o.out = runner.mem().Download<uint32_t>(dout, out_words);
-  return o;
+  testing::KernelRun run = testing::RunKernel(engine, ptx, in, out_words, grid, block);
+  EXPECT_TRUE(run.load.ok()) << run.load.message();
+  return Outcome{run.launch, std::move(run.out)};
 }
 
 JitStats StatsOf(const std::string& ptx) {

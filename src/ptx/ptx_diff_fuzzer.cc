@@ -20,7 +20,6 @@
 
 #include "ptx/jit.h"
 #include "ptx/random_kernel.h"
-#include "ptx/test_util.h"
 
 namespace {
 
@@ -31,25 +30,16 @@ constexpr Dim3 kGrid{2, 1, 1};
 constexpr Dim3 kBlock{64, 1, 1};
 constexpr size_t kThreads = 128;
 
-struct Outcome {
-  pvgpu::Status status;
-  std::vector<uint32_t> out;
-};
-
-Outcome Run(Engine engine, const std::string& ptx, const std::vector<uint32_t>& in) {
-  pvgpu::ptx::testing::Runner runner(ptx);
-  if (!runner.ok()) {
+pvgpu::ptx::testing::KernelRun Run(Engine engine, const std::string& ptx,
+                                   const std::vector<uint32_t>& in) {
+  pvgpu::ptx::testing::KernelRun run =
+      pvgpu::ptx::testing::RunKernel(engine, ptx, in, kThreads * 16, kGrid, kBlock);
+  if (!run.load.ok()) {
     std::fprintf(stderr, "the generator wrote PTX the loader refuses: %s\n%s\n",
-                 runner.load_status().message().c_str(), ptx.c_str());
+                 run.load.message().c_str(), ptx.c_str());
     abort();
   }
-  runner.set_engine(engine);
-  const uint64_t din = runner.mem().Upload(in);
-  const uint64_t dout = runner.mem().Upload(std::vector<uint32_t>(kThreads * 16, 0xA5A5A5A5u));
-  Outcome o;
-  o.status = runner.Launch("k", kGrid, kBlock, {dout, din});
-  o.out = runner.mem().Download<uint32_t>(dout, kThreads * 16);
-  return o;
+  return run;
 }
 
 bool IsNan(uint32_t w) { return (w & 0x7F800000u) == 0x7F800000u && (w & 0x7FFFFFu) != 0; }
@@ -79,17 +69,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const float x = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 37.0f;
     std::memcpy(&in[i], &x, 4);
   }
-  const Outcome a = Run(Engine::kInterp, ptx, in);
+  const auto a = Run(Engine::kInterp, ptx, in);
   if (Run(Engine::kInterp, ptx, in).out != a.out) {
     // An undefined result (say, a register read before it is written): the generator's defect.
     std::fprintf(stderr, "the generator wrote a kernel whose result is not determined\n%s\n",
                  ptx.c_str());
     abort();
   }
-  const Outcome b = Run(Engine::kJit, ptx, in);
-  if (a.status.code() != b.status.code()) {
+  const auto b = Run(Engine::kJit, ptx, in);
+  if (a.launch.code() != b.launch.code()) {
     std::fprintf(stderr, "engines disagree on the launch: interpreter %s, compiled %s\n%s\n",
-                 a.status.message().c_str(), b.status.message().c_str(), ptx.c_str());
+                 a.launch.message().c_str(), b.launch.message().c_str(), ptx.c_str());
     abort();
   }
   for (size_t i = 0; i < a.out.size(); ++i) {

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "ptx/test_util.h"
+
 namespace pvgpu::ptx::testing {
 
 std::string RandomKernel(const std::function<uint32_t()>& next, int ops) {
@@ -177,6 +179,23 @@ std::string RandomKernel(const std::function<uint32_t()>& next, int ops) {
   for (int i = 0; i < 8; ++i) k << "  st.global.f32 [%rd8+" << 32 + 4 * i << "], %f" << i << ";\n";
   k << "  ret;\n}\n";
   return k.str();
+}
+
+KernelRun RunKernel(Engine engine, const std::string& ptx, const std::vector<uint32_t>& in,
+                    size_t out_words, Dim3 grid, Dim3 block) {
+  KernelRun run;
+  Runner runner(ptx);
+  run.load = runner.load_status();
+  if (!runner.ok()) {
+    if (run.load.ok()) run.load = Error(Code::kInvalidPtx, "the loader refused the kernel");
+    return run;
+  }
+  runner.set_engine(engine);
+  const uint64_t din = runner.mem().Upload(in.empty() ? std::vector<uint32_t>{0} : in);
+  const uint64_t dout = runner.mem().Upload(std::vector<uint32_t>(out_words, 0xA5A5A5A5u));
+  run.launch = runner.Launch("k", grid, block, {dout, din});
+  run.out = runner.mem().Download<uint32_t>(dout, out_words);
+  return run;
 }
 
 }  // namespace pvgpu::ptx::testing

@@ -5,6 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
+
+#include "common/dim3.h"
+#include "common/status.h"
+#include "ptx/ptx.h"
 
 namespace pvgpu::ptx::testing {
 
@@ -18,5 +23,16 @@ namespace pvgpu::ptx::testing {
 // integer register), so any difference between the engines is a defect, except the payload of
 // a float NaN (PTX defines none). `next` makes every choice (a value modulo the choice's range).
 std::string RandomKernel(const std::function<uint32_t()>& next, int ops);
+
+// One launch of kernel k(out, in) of `ptx` with `engine` on fresh memory: `in` uploaded,
+// `out_words` words of output starting as 0xA5A5A5A5. `load` is the loader's verdict (nothing
+// ran unless it is ok), `launch` the launch's.
+struct KernelRun {
+  Status load;
+  Status launch;
+  std::vector<uint32_t> out;
+};
+KernelRun RunKernel(Engine engine, const std::string& ptx, const std::vector<uint32_t>& in,
+                    size_t out_words, Dim3 grid, Dim3 block);
 
 }  // namespace pvgpu::ptx::testing
