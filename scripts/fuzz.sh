@@ -59,7 +59,11 @@ done
 
 generator=(-G Ninja)
 [[ -f "$build_dir/CMakeCache.txt" ]] && generator=()
+# -O1 -g1 as in the sanitizer builds (scripts/sanitize.sh): instrumented code builds two to
+# three times faster than at -O2 -g, and line tables are all a crash's stack trace needs.
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPVGPU_FUZZ=ON \
   -DPVGPU_BUILD_TESTS=OFF -DPVGPU_BUILD_BENCH=OFF >/dev/null
 build_targets=()
