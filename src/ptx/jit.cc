@@ -169,6 +169,7 @@ class Gen {
   void StoreStorage(uint32_t off, Value* v) {
     auto* st = b_.CreateAlignedStore(v, RegAddr(off), llvm::Align(4));
     TagRegs(st);
+    ForgetAddresses(off, mod_.getDataLayout().getTypeStoreSize(v->getType()));
   }
   Value* LoadPred(uint32_t off) {
     auto* ld = b_.CreateAlignedLoad(i32_, RegAddr(off), llvm::Align(4));
@@ -178,6 +179,72 @@ class Gen {
   void StorePred(uint32_t off, Value* v) {
     auto* st = b_.CreateAlignedStore(v, RegAddr(off), llvm::Align(4));
     TagRegs(st);
+    ForgetAddresses(off, 4);
+  }
+
+  // --- What is known of the address registers of a straight run ---
+  // The warp-wide facts a memory access checks about its address register (ops_memory.cc's
+  // WarpRange), computed once per register value and reused by every later access through
+  // the same register in the same segment body, whatever its constant offset: a tile loop's
+  // sixteen loads from [%r9], [%r9+4] ... [%r9+60] reduce %r9 once. Valid while the values
+  // dominate the code being emitted: an entry is made only where its block dominates the rest
+  // of the body, dropped when its register is written (StoreStorage, StorePred) and all of
+  // them at a handler call, which may write any register, and at the start of each body.
+  struct AddrInfo {
+    Value* lo;   // i64: the lowest lane address, before the access's offset
+    Value* hi;   // i64: the highest
+    Value* rel;  // <32 x i32>: each lane's address minus lo (meaningful when hi - lo < 2^31)
+    Value* orx;  // i32: the or of rel (for alignment: every lane is lo + rel)
+    std::map<uint32_t, Value*> contiguous;  // by access size: lane i at lo + i * size
+  };
+  void ForgetAddresses(uint64_t off, uint64_t size) {
+    for (auto it = addr_info_.begin(); it != addr_info_.end();) {
+      const uint64_t reg = it->first.first, reg_size = it->first.second ? 128 : 256;
+      if (reg < off + size && off < reg + reg_size) {
+        it = addr_info_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  void ForgetAllAddresses() { addr_info_.clear(); }
+  // The facts of address register reg (32-bit when narrow), from the table or computed here;
+  // kept in the table only when keep (the current block dominates the rest of the body).
+  AddrInfo& AddressOf(uint32_t reg, bool narrow, bool keep) {
+    const auto key = std::make_pair(reg, narrow);
+    if (auto it = addr_info_.find(key); it != addr_info_.end()) return it->second;
+    AddrInfo ai;
+    if (narrow) {
+      // Reduced at 32 bits: half the vector width, and umin(zext x) = zext(umin x).
+      Value* x = LoadStorage(reg, i32_);
+      Value* lo = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_umin, x);
+      Value* hi = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_umax, x);
+      ai.rel = b_.CreateSub(x, Splat(lo));
+      ai.lo = b_.CreateZExt(lo, i64_);
+      ai.hi = b_.CreateZExt(hi, i64_);
+    } else {
+      Value* x = LoadStorage(reg, i64_);
+      ai.lo = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_umin, x);
+      ai.hi = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_umax, x);
+      ai.rel = b_.CreateTrunc(b_.CreateSub(x, Splat(ai.lo)), Vec(i32_));
+    }
+    ai.orx = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_or, ai.rel);
+    if (!keep) {
+      addr_scratch_ = std::move(ai);
+      return addr_scratch_;
+    }
+    return addr_info_[key] = std::move(ai);
+  }
+  // Whether lane i's address is lo + i * size, computed in the current block (and remembered
+  // with ai when keep).
+  Value* Contiguous(AddrInfo& ai, uint32_t size, bool keep) {
+    if (auto it = ai.contiguous.find(size); it != ai.contiguous.end()) return it->second;
+    std::vector<llvm::Constant*> iota;
+    for (uint32_t i = 0; i < 32; ++i) iota.push_back(llvm::ConstantInt::get(i32_, i * size));
+    Value* v = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_and,
+                                       b_.CreateICmpEQ(ai.rel, llvm::ConstantVector::get(iota)));
+    if (keep) ai.contiguous[size] = v;
+    return v;
   }
   // A register read as type t (LoadReg).
   Value* Src(uint32_t off, Ty t) {
@@ -243,6 +310,7 @@ class Gen {
   }
   // Calls the handler of code[pc] with mask m (nonzero); true leaves to post_handler_.
   void CallHandler(uint32_t pc, Value* m) {
+    ForgetAllAddresses();
     b_.CreateStore(C32(pc), pcp_);
     Value* inst = b_.CreateConstInBoundsGEP1_64(i8_, code_, uint64_t{pc} * sizeof(Inst));
     static_assert(offsetof(Inst, fn) == 0);
@@ -295,6 +363,8 @@ class Gen {
   BasicBlock *dispatch_, *post_handler_, *exit_;
   std::map<uint32_t, BasicBlock*> entries_;
   std::vector<const NativeDesc*> desc_;  // per pc: native description, or nullptr
+  std::map<std::pair<uint32_t, bool>, AddrInfo> addr_info_;  // by register offset, narrow
+  AddrInfo addr_scratch_;  // AddressOf's answer when it is not kept
 };
 
 Value* Gen::Compare(int op, Ty t, Value* a, Value* b) {
@@ -630,21 +700,29 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
     StoreStorage(value_reg(0), Splat(b_.CreateZExt(ld, storage)));
     b_.CreateBr(done);
   } else {
-    Value* addr;
+    // The lanes' addresses are a register's plus the constant offset c (or c alone); the
+    // register's facts are shared with the other accesses through it (AddressOf).
+    AddrInfo absolute;
+    const bool keep = AllOnes(m);  // check (this block) dominates the rest of the body
+    AddrInfo& ai = in.a[4] == kNoReg ? absolute : AddressOf(in.a[4], in.flags & 1, keep);
     if (in.a[4] == kNoReg) {
-      addr = Splat(C64(static_cast<uint64_t>(in.imm)));
-    } else {
-      addr = (in.flags & 1) ? b_.CreateZExt(LoadStorage(in.a[4], i32_), Vec(i64_))
-                            : LoadStorage(in.a[4], i64_);
-      if (in.imm != 0) addr = b_.CreateAdd(addr, Splat(C64(static_cast<uint64_t>(in.imm))));
+      absolute.lo = absolute.hi = C64(0);
+      absolute.rel = llvm::Constant::getNullValue(Vec(i32_));
+      absolute.orx = C32(0);
     }
-    Value* lo = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_umin, addr);
-    Value* hi = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_umax, addr);
-    Value* mis = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_or, addr);
+    Value* c = C64(static_cast<uint64_t>(in.imm));
+    // lo + c and hi + c are the lowest and highest lane addresses unless some lanes' sums
+    // wrap and others' do not; then lo + c > hi + c and the access takes the handler.
+    Value* lo = b_.CreateAdd(ai.lo, c);
+    Value* hi = b_.CreateAdd(ai.hi, c);
     Value* end = b_.CreateAdd(hi, C64(total));
-    Value* ok = b_.CreateICmpEQ(b_.CreateAnd(mis, C64(total - 1)), C64(0));
+    Value* ok = b_.CreateICmpEQ(
+        b_.CreateAnd(b_.CreateOr(lo, b_.CreateZExt(ai.orx, i64_)), C64(total - 1)), C64(0));
+    ok = b_.CreateAnd(ok, b_.CreateICmpULE(lo, hi));
     ok = b_.CreateAnd(ok, b_.CreateICmpUGE(end, hi));
-    ok = b_.CreateAnd(ok, b_.CreateICmpULT(b_.CreateSub(hi, lo), C64(uint64_t{1} << 31)));
+    ok = b_.CreateAnd(ok, b_.CreateICmpULT(b_.CreateSub(ai.hi, ai.lo), C64(uint64_t{1} << 31)));
+    Value* is_contig = Contiguous(ai, total, keep);
+    Value* rel = ai.rel;
     Value* base;
     if (d.space == NSpace::kShared) {
       ok = b_.CreateAnd(ok, b_.CreateICmpULE(end, shared_size_));
@@ -703,12 +781,6 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
     b_.CreateBr(done);
     // Consecutive lanes at consecutive addresses.
     b_.SetInsertPoint(notuniform);
-    std::vector<llvm::Constant*> iota;
-    for (uint32_t i = 0; i < 32; ++i) iota.push_back(llvm::ConstantInt::get(i64_, i * total));
-    Value* rel = b_.CreateSub(addr, Splat(lo));
-    Value* is_contig = b_.CreateUnaryIntrinsic(
-        llvm::Intrinsic::vector_reduce_and,
-        b_.CreateICmpEQ(rel, llvm::ConstantVector::get(iota)));
     b_.CreateCondBr(is_contig, contiguous, gather);
     b_.SetInsertPoint(contiguous);
     llvm::Type* wide = llvm::FixedVectorType::get(elem, 32 * vec);
@@ -753,7 +825,8 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
     Value* all_lanes = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(32),
                                                       llvm::ConstantInt::getTrue(ctx_));
     for (uint32_t k = 0; k < vec; ++k) {
-      Value* off = k == 0 ? rel : b_.CreateAdd(rel, Splat(C64(k * bytes)));
+      // 32-bit offsets from one base: a gather of dword indices.
+      Value* off = k == 0 ? rel : b_.CreateAdd(rel, Splat(C32(k * bytes)));
       Value* ptrs = b_.CreateGEP(i8_, base, off);
       if (store) {
         Value* v = b_.CreateTrunc(LoadStorage(value_reg(k), storage), Vec(elem));
@@ -767,7 +840,11 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
     b_.CreateBr(done);
   }
   b_.SetInsertPoint(slow);
+  // The handler writes only the loaded registers (forgotten by the fast paths' stores above),
+  // so what is known of the other address registers still holds after it.
+  std::map<std::pair<uint32_t, bool>, AddrInfo> known = std::move(addr_info_);
   CallHandlerIfAny(pc, m);
+  addr_info_ = std::move(known);
   b_.CreateBr(done);
   b_.SetInsertPoint(done);
 }
@@ -1027,6 +1104,7 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
     for (int variant = 0; variant < 2; ++variant) {
       b_.SetInsertPoint(variant == 0 ? full : part);
       Value* act = variant == 0 ? C32(0xFFFFFFFFu) : active;
+      ForgetAllAddresses();
       bool open = true;
       for (uint32_t pc = s; pc < e && open; ++pc) open = Emit(pc, act);
       if (open) Goto(e);

@@ -154,6 +154,105 @@ TEST_F(JitTest, MisalignedVectorAccessFaultsInBoth) {
   EXPECT_EQ(a.status.message(), b.status.message());
 }
 
+// The compiler checks an address register once and reuses what it learned for later accesses
+// through the same register at other offsets (jit.cc, AddressOf); these accesses must still
+// see the register's current value after a native write, a handler's write (atom), a load
+// into the address register itself, and after a guarded first use.
+const char* kSharedBuffer = ".shared .align 16 .b8 buf[512];\n";
+const char* kAddressReuse = R"(
+  mov.u32 %r4, buf;
+  shl.b32 %r2, %r0, 2;
+  add.u32 %r1, %r4, %r2;
+  mad.lo.u32 %r3, %r0, 3, 1;
+  st.shared.u32 [%r1], %r3;
+  mad.lo.u32 %r3, %r0, 5, 2;
+  st.shared.u32 [%r1+128], %r3;
+  add.u32 %r3, %r0, 3;
+  and.b32 %r3, %r3, 31;
+  shl.b32 %r3, %r3, 2;
+  add.u32 %r3, %r3, %r4;
+  st.shared.u32 [%r1+256], %r3;
+  add.u32 %r3, %r0, 7;
+  and.b32 %r3, %r3, 31;
+  shl.b32 %r3, %r3, 2;
+  add.u32 %r3, %r3, %r4;
+  st.shared.u32 [%r1+384], %r3;
+  bar.sync 0;
+  ld.shared.u32 %r5, [%r1];
+  ld.shared.u32 %r6, [%r1+128];
+  add.u32 %r1, %r1, 4;
+  ld.shared.u32 %r7, [%r1+128];
+  and.b32 %r8, %r0, 7;
+  shl.b32 %r8, %r8, 2;
+  add.u32 %r8, %r8, %r4;
+  setp.lt.u32 %p1, %r0, 16;
+  mov.u32 %r9, 0;
+  @%p1 ld.shared.u32 %r9, [%r8+4];
+  ld.shared.u32 %r10, [%r8+8];
+  ld.shared.u32 %r8, [%r8+256];
+  ld.shared.u32 %r11, [%r8];
+  mov.u32 %r12, %r1;
+  ld.shared.u32 %r13, [%r12+-4];
+  atom.shared.exch.b32 %r12, [%r12+380], %r12;
+  ld.shared.u32 %r14, [%r12];
+  mul.wide.u32 %rd2, %r0, 32;
+  add.s64 %rd3, %rd0, %rd2;
+  st.global.u32 [%rd3], %r5;
+  st.global.u32 [%rd3+4], %r6;
+  st.global.u32 [%rd3+8], %r7;
+  st.global.u32 [%rd3+12], %r9;
+  st.global.u32 [%rd3+16], %r10;
+  st.global.u32 [%rd3+20], %r11;
+  st.global.u32 [%rd3+24], %r13;
+  st.global.u32 [%rd3+28], %r14;
+)";
+
+TEST_F(JitTest, AddressChecksFollowTheirRegister) {
+  const std::string ptx = testing::SnippetKernel(kAddressReuse, kSharedBuffer);
+  Outcome a = RunWith(Engine::kInterp, ptx, {0}, 256, {1, 1, 1}, {32, 1, 1});
+  Outcome b = RunWith(Engine::kJit, ptx, {0}, 256, {1, 1, 1}, {32, 1, 1});
+  ASSERT_TRUE(a.status.ok()) << a.status.message();
+  ASSERT_TRUE(b.status.ok()) << b.status.message();
+  EXPECT_EQ(a.out, b.out);
+  // Computed here: A[t] = 3t + 1 at words 0-31, B[t] = 5t + 2 at 32-63, then two tables of
+  // addresses into A.
+  auto word = [](uint32_t i) { return i < 32 ? 3 * i + 1 : 5 * (i - 32) + 2; };
+  for (uint32_t t = 0; t < 32; ++t) {
+    const uint32_t* got = &b.out[t * 8];
+    EXPECT_EQ(got[0], word(t)) << t;
+    EXPECT_EQ(got[1], word(32 + t)) << t;
+    if (t < 31) EXPECT_EQ(got[2], word(33 + t)) << t;  // lane 31 reads the address table
+    EXPECT_EQ(got[3], t < 16 ? word((t & 7) + 1) : 0u) << t;
+    EXPECT_EQ(got[4], word((t & 7) + 2)) << t;
+    EXPECT_EQ(got[5], word((t & 7) + 3)) << t;
+    EXPECT_EQ(got[6], word(t)) << t;
+    EXPECT_EQ(got[7], word((t + 7) & 31)) << t;
+  }
+}
+
+TEST_F(JitTest, ReusedAddressChecksStillFault) {
+  // The second and third accesses go through a register already checked at offset 0: one
+  // misaligned, one past the end of shared memory; both engines report the same fault.
+  for (const char* bad : {"ld.shared.u32 %r6, [%r1+2];", "ld.shared.u32 %r6, [%r1+4096];"}) {
+    const std::string ptx = testing::SnippetKernel(std::string(R"(
+  mov.u32 %r4, buf;
+  shl.b32 %r2, %r0, 2;
+  add.u32 %r1, %r4, %r2;
+  ld.shared.u32 %r5, [%r1];
+  )") + bad + R"(
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd0, %rd2;
+  st.global.u32 [%rd3], %r6;
+)", kSharedBuffer);
+    Outcome a = RunWith(Engine::kInterp, ptx, {0}, 32, {1, 1, 1}, {32, 1, 1});
+    Outcome b = RunWith(Engine::kJit, ptx, {0}, 32, {1, 1, 1}, {32, 1, 1});
+    EXPECT_FALSE(a.status.ok()) << bad;
+    EXPECT_EQ(a.status.code(), b.status.code()) << bad;
+    EXPECT_EQ(a.status.message(), b.status.message()) << bad;
+    EXPECT_EQ(a.out, b.out) << bad;
+  }
+}
+
 TEST_F(JitTest, NeverEndingCompiledKernelIsCancelled) {
   const std::string ptx = testing::SnippetKernel(R"(
   mov.u32 %r1, 0;
