@@ -195,7 +195,7 @@ class Gen {
     Value* hi;   // i64: the highest
     Value* rel;  // <32 x i32>: each lane's address minus lo (meaningful when hi - lo < 2^31)
     Value* orx;  // i32: the or of rel (for alignment: every lane is lo + rel)
-    std::map<uint32_t, Value*> contiguous;  // by access size: lane i at lo + i * size
+    std::map<uint32_t, Value*> shapes;  // Shape's answers
   };
   void ForgetAddresses(uint64_t off, uint64_t size) {
     for (auto it = addr_info_.begin(); it != addr_info_.end();) {
@@ -235,15 +235,29 @@ class Gen {
     }
     return addr_info_[key] = std::move(ai);
   }
-  // Whether lane i's address is lo + i * size, computed in the current block (and remembered
-  // with ai when keep).
-  Value* Contiguous(AddrInfo& ai, uint32_t size, bool keep) {
-    if (auto it = ai.contiguous.find(size); it != ai.contiguous.end()) return it->second;
-    std::vector<llvm::Constant*> iota;
-    for (uint32_t i = 0; i < 32; ++i) iota.push_back(llvm::ConstantInt::get(i32_, i * size));
+  // Shapes of a warp's addresses, each an i1 computed in the current block (and remembered
+  // with ai when keep): kContiguous + size, lane i at lo + i * size; kHalvesUniform, lanes 0-15
+  // at one address and 16-31 at another (a 16x16 block's row broadcast); kHalvesEqual, lanes
+  // 16-31 at the addresses of lanes 0-15 (a 16x16 block's column).
+  static constexpr uint32_t kHalvesUniform = 1u << 20, kHalvesEqual = kHalvesUniform + 1,
+                            kContiguous = 0;
+  Value* Shape(AddrInfo& ai, uint32_t shape, bool keep) {
+    if (auto it = ai.shapes.find(shape); it != ai.shapes.end()) return it->second;
+    Value* expected;
+    if (shape == kHalvesUniform || shape == kHalvesEqual) {
+      std::vector<int> pick(32);
+      for (int i = 0; i < 32; ++i) pick[i] = shape == kHalvesUniform ? i & 16 : i & 15;
+      expected = b_.CreateShuffleVector(ai.rel, pick);
+    } else {
+      std::vector<llvm::Constant*> iota;
+      for (uint32_t i = 0; i < 32; ++i) {
+        iota.push_back(llvm::ConstantInt::get(i32_, i * (shape - kContiguous)));
+      }
+      expected = llvm::ConstantVector::get(iota);
+    }
     Value* v = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_and,
-                                       b_.CreateICmpEQ(ai.rel, llvm::ConstantVector::get(iota)));
-    if (keep) ai.contiguous[size] = v;
+                                       b_.CreateICmpEQ(ai.rel, expected));
+    if (keep) ai.shapes[shape] = v;
     return v;
   }
   // A register read as type t (LoadReg).
@@ -721,7 +735,9 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
     ok = b_.CreateAnd(ok, b_.CreateICmpULE(lo, hi));
     ok = b_.CreateAnd(ok, b_.CreateICmpUGE(end, hi));
     ok = b_.CreateAnd(ok, b_.CreateICmpULT(b_.CreateSub(ai.hi, ai.lo), C64(uint64_t{1} << 31)));
-    Value* is_contig = Contiguous(ai, total, keep);
+    Value* is_contig = Shape(ai, kContiguous + total, keep);
+    Value* halves_uniform = store ? nullptr : Shape(ai, kHalvesUniform, keep);
+    Value* halves_equal = store ? nullptr : Shape(ai, kHalvesEqual, keep);
     Value* rel = ai.rel;
     Value* base;
     if (d.space == NSpace::kShared) {
@@ -820,6 +836,50 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       }
     }
     b_.CreateBr(done);
+    // Loads of two addresses, one per half-warp: two loads and a blend.
+    if (!store) {
+      BasicBlock* halves = BasicBlock::Create(ctx_, "mem.halves", f_);
+      BasicBlock* not_halves = BasicBlock::Create(ctx_, "mem.nh", f_);
+      BasicBlock* repeated = BasicBlock::Create(ctx_, "mem.repeated", f_);
+      BasicBlock* other = BasicBlock::Create(ctx_, "mem.other", f_);
+      b_.SetInsertPoint(gather);
+      b_.CreateCondBr(halves_uniform, halves, not_halves);
+      b_.SetInsertPoint(halves);
+      Value* upper = b_.CreateExtractElement(rel, uint64_t{16});
+      std::vector<int> split(32);
+      for (int i = 0; i < 32; ++i) split[i] = i < 16 ? 0 : 32;
+      for (uint32_t k = 0; k < vec; ++k) {
+        auto* l0 = b_.CreateAlignedLoad(elem, b_.CreateConstInBoundsGEP1_64(i8_, base, k * bytes),
+                                        llvm::Align(bytes));
+        auto* l1 = b_.CreateAlignedLoad(
+            elem, b_.CreateGEP(i8_, base, b_.CreateAdd(upper, C32(k * bytes))), llvm::Align(bytes));
+        TagMem(l0);
+        TagMem(l1);
+        Value* v = b_.CreateShuffleVector(Splat(b_.CreateZExt(l0, storage)),
+                                          Splat(b_.CreateZExt(l1, storage)), split);
+        StoreStorage(value_reg(k), v);
+      }
+      b_.CreateBr(done);
+      // Lanes 16-31 repeat lanes 0-15's addresses: a 16-lane gather, used twice.
+      b_.SetInsertPoint(not_halves);
+      b_.CreateCondBr(halves_equal, repeated, other);
+      b_.SetInsertPoint(repeated);
+      std::vector<int> low(16), twice(32);
+      for (int i = 0; i < 16; ++i) low[i] = i;
+      for (int i = 0; i < 32; ++i) twice[i] = i & 15;
+      Value* rel16 = b_.CreateShuffleVector(rel, low);
+      Value* lanes16 = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(16),
+                                                      llvm::ConstantInt::getTrue(ctx_));
+      for (uint32_t k = 0; k < vec; ++k) {
+        Value* off = k == 0 ? rel16 : b_.CreateAdd(rel16, b_.CreateVectorSplat(16, C32(k * bytes)));
+        auto* g = b_.CreateMaskedGather(llvm::FixedVectorType::get(elem, 16),
+                                        b_.CreateGEP(i8_, base, off), llvm::Align(bytes), lanes16);
+        TagMem(g);
+        StoreStorage(value_reg(k), b_.CreateZExt(b_.CreateShuffleVector(g, twice), Vec(storage)));
+      }
+      b_.CreateBr(done);
+      gather = other;
+    }
     // Anything else: per-lane addresses (scatter stores in lane order).
     b_.SetInsertPoint(gather);
     Value* all_lanes = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(32),

@@ -157,7 +157,9 @@ TEST_F(JitTest, MisalignedVectorAccessFaultsInBoth) {
 // The compiler checks an address register once and reuses what it learned for later accesses
 // through the same register at other offsets (jit.cc, AddressOf); these accesses must still
 // see the register's current value after a native write, a handler's write (atom), a load
-// into the address register itself, and after a guarded first use.
+// into the address register itself, and after a guarded first use. The last loads have the
+// shapes of a 16x16 block's tile reads: one address per half-warp, and lanes 16-31 repeating
+// lanes 0-15, in scalar and vector forms.
 const char* kSharedBuffer = ".shared .align 16 .b8 buf[512];\n";
 const char* kAddressReuse = R"(
   mov.u32 %r4, buf;
@@ -195,7 +197,19 @@ const char* kAddressReuse = R"(
   ld.shared.u32 %r13, [%r12+-4];
   atom.shared.exch.b32 %r12, [%r12+380], %r12;
   ld.shared.u32 %r14, [%r12];
-  mul.wide.u32 %rd2, %r0, 32;
+  and.b32 %r15, %r0, 15;
+  shl.b32 %r15, %r15, 2;
+  add.u32 %r15, %r15, %r4;
+  ld.shared.u32 %r16, [%r15+8];
+  shr.u32 %r17, %r0, 4;
+  mul.lo.u32 %r17, %r17, 24;
+  add.u32 %r17, %r17, %r4;
+  ld.shared.v2.u32 {%r18, %r19}, [%r17+8];
+  and.b32 %r22, %r0, 15;
+  shl.b32 %r22, %r22, 3;
+  add.u32 %r22, %r22, %r4;
+  ld.shared.v2.u32 {%r20, %r21}, [%r22];
+  mul.wide.u32 %rd2, %r0, 64;
   add.s64 %rd3, %rd0, %rd2;
   st.global.u32 [%rd3], %r5;
   st.global.u32 [%rd3+4], %r6;
@@ -205,12 +219,17 @@ const char* kAddressReuse = R"(
   st.global.u32 [%rd3+20], %r11;
   st.global.u32 [%rd3+24], %r13;
   st.global.u32 [%rd3+28], %r14;
+  st.global.u32 [%rd3+32], %r16;
+  st.global.u32 [%rd3+36], %r18;
+  st.global.u32 [%rd3+40], %r19;
+  st.global.u32 [%rd3+44], %r20;
+  st.global.u32 [%rd3+48], %r21;
 )";
 
 TEST_F(JitTest, AddressChecksFollowTheirRegister) {
   const std::string ptx = testing::SnippetKernel(kAddressReuse, kSharedBuffer);
-  Outcome a = RunWith(Engine::kInterp, ptx, {0}, 256, {1, 1, 1}, {32, 1, 1});
-  Outcome b = RunWith(Engine::kJit, ptx, {0}, 256, {1, 1, 1}, {32, 1, 1});
+  Outcome a = RunWith(Engine::kInterp, ptx, {0}, 512, {1, 1, 1}, {32, 1, 1});
+  Outcome b = RunWith(Engine::kJit, ptx, {0}, 512, {1, 1, 1}, {32, 1, 1});
   ASSERT_TRUE(a.status.ok()) << a.status.message();
   ASSERT_TRUE(b.status.ok()) << b.status.message();
   EXPECT_EQ(a.out, b.out);
@@ -218,7 +237,7 @@ TEST_F(JitTest, AddressChecksFollowTheirRegister) {
   // addresses into A.
   auto word = [](uint32_t i) { return i < 32 ? 3 * i + 1 : 5 * (i - 32) + 2; };
   for (uint32_t t = 0; t < 32; ++t) {
-    const uint32_t* got = &b.out[t * 8];
+    const uint32_t* got = &b.out[t * 16];
     EXPECT_EQ(got[0], word(t)) << t;
     EXPECT_EQ(got[1], word(32 + t)) << t;
     if (t < 31) EXPECT_EQ(got[2], word(33 + t)) << t;  // lane 31 reads the address table
@@ -227,6 +246,11 @@ TEST_F(JitTest, AddressChecksFollowTheirRegister) {
     EXPECT_EQ(got[5], word((t & 7) + 3)) << t;
     EXPECT_EQ(got[6], word(t)) << t;
     EXPECT_EQ(got[7], word((t + 7) & 31)) << t;
+    EXPECT_EQ(got[8], word((t & 15) + 2)) << t;
+    EXPECT_EQ(got[9], word((t >> 4) * 6 + 2)) << t;
+    EXPECT_EQ(got[10], word((t >> 4) * 6 + 3)) << t;
+    EXPECT_EQ(got[11], word(2 * (t & 15))) << t;
+    EXPECT_EQ(got[12], word(2 * (t & 15) + 1)) << t;
   }
 }
 
