@@ -239,12 +239,23 @@ class Gen {
   // with ai when keep): kContiguous + size, lane i at lo + i * size; kHalvesUniform, lanes 0-15
   // at one address and 16-31 at another (a 16x16 block's row broadcast); kHalvesEqual, lanes
   // 16-31 at the addresses of lanes 0-15 (a 16x16 block's column).
+  // kHalvesContiguous + size: lanes 0-15 consecutive from lo and lanes 16-31 consecutive from
+  // lane 16's address (a 16-wide block's two rows).
   static constexpr uint32_t kHalvesUniform = 1u << 20, kHalvesEqual = kHalvesUniform + 1,
-                            kContiguous = 0;
+                            kContiguous = 0, kHalvesContiguous = 1u << 21;
   Value* Shape(AddrInfo& ai, uint32_t shape, bool keep) {
     if (auto it = ai.shapes.find(shape); it != ai.shapes.end()) return it->second;
     Value* expected;
-    if (shape == kHalvesUniform || shape == kHalvesEqual) {
+    if (shape > kHalvesContiguous) {
+      const uint32_t size = shape - kHalvesContiguous;
+      std::vector<int> pick(32);
+      std::vector<llvm::Constant*> iota;
+      for (uint32_t i = 0; i < 32; ++i) {
+        pick[i] = static_cast<int>(i & 16);
+        iota.push_back(llvm::ConstantInt::get(i32_, (i & 15) * size));
+      }
+      expected = b_.CreateAdd(b_.CreateShuffleVector(ai.rel, pick), llvm::ConstantVector::get(iota));
+    } else if (shape == kHalvesUniform || shape == kHalvesEqual) {
       std::vector<int> pick(32);
       for (int i = 0; i < 32; ++i) pick[i] = shape == kHalvesUniform ? i & 16 : i & 15;
       expected = b_.CreateShuffleVector(ai.rel, pick);
@@ -736,6 +747,7 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
     ok = b_.CreateAnd(ok, b_.CreateICmpUGE(end, hi));
     ok = b_.CreateAnd(ok, b_.CreateICmpULT(b_.CreateSub(ai.hi, ai.lo), C64(uint64_t{1} << 31)));
     Value* is_contig = Shape(ai, kContiguous + total, keep);
+    Value* halves_contig = Shape(ai, kHalvesContiguous + total, keep);
     Value* halves_uniform = store ? nullptr : Shape(ai, kHalvesUniform, keep);
     Value* halves_equal = store ? nullptr : Shape(ai, kHalvesEqual, keep);
     Value* rel = ai.rel;
@@ -836,6 +848,76 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       }
     }
     b_.CreateBr(done);
+    // Two runs of consecutive addresses, one per half-warp: two vector accesses. Stores write
+    // lanes 0-15 first: where the runs overlap, the higher lane's value is the one left, as
+    // in the handler's lane order (lane 16 is never below lane 0 here, lane 0 being lo).
+    {
+      BasicBlock* two_runs = BasicBlock::Create(ctx_, "mem.tworuns", f_);
+      BasicBlock* not_runs = BasicBlock::Create(ctx_, "mem.nr", f_);
+      b_.SetInsertPoint(gather);
+      Value* upper = b_.CreateExtractElement(rel, uint64_t{16});
+      b_.CreateCondBr(halves_contig, two_runs, not_runs);
+      b_.SetInsertPoint(two_runs);
+      Value* half_base[2] = {base, b_.CreateGEP(i8_, base, upper)};
+      llvm::Type* wide16 = llvm::FixedVectorType::get(elem, 16 * vec);
+      std::vector<int> low(16), high(16), join(32);
+      for (int i = 0; i < 16; ++i) {
+        low[i] = i;
+        high[i] = 16 + i;
+      }
+      for (int i = 0; i < 32; ++i) join[i] = i;
+      if (store) {
+        for (int h = 0; h < 2; ++h) {
+          std::vector<Value*> parts;
+          for (uint32_t k = 0; k < vec; ++k) {
+            Value* v = b_.CreateTrunc(LoadStorage(value_reg(k), storage), Vec(elem));
+            parts.push_back(b_.CreateShuffleVector(v, h == 0 ? low : high));
+          }
+          // Element (lane i, part k) at i * vec + k, as the contiguous form writes it: the
+          // parts concatenated pairwise (vec is 1, 2 or 4), then interleaved.
+          while (parts.size() > 1) {
+            std::vector<Value*> joined;
+            for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+              const auto n = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
+              std::vector<int> cat(2 * n);
+              for (size_t j = 0; j < cat.size(); ++j) cat[j] = static_cast<int>(j);
+              joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], cat));
+            }
+            parts = std::move(joined);
+          }
+          Value* all = parts[0];
+          if (vec > 1) {
+            std::vector<int> mix(16 * vec);
+            for (uint32_t i = 0; i < 16; ++i)
+              for (uint32_t k = 0; k < vec; ++k) mix[i * vec + k] = static_cast<int>(k * 16 + i);
+            all = b_.CreateShuffleVector(all, mix);
+          }
+          TagMem(b_.CreateAlignedStore(all, half_base[h], llvm::Align(bytes)));
+        }
+      } else {
+        Value* l[2];
+        for (int h = 0; h < 2; ++h) {
+          auto* ld = b_.CreateAlignedLoad(wide16, half_base[h], llvm::Align(bytes));
+          TagMem(ld);
+          l[h] = ld;
+        }
+        for (uint32_t k = 0; k < vec; ++k) {
+          Value* part[2];
+          for (int h = 0; h < 2; ++h) {
+            part[h] = l[h];
+            if (vec > 1) {
+              std::vector<int> pick(16);
+              for (uint32_t i = 0; i < 16; ++i) pick[i] = static_cast<int>(i * vec + k);
+              part[h] = b_.CreateShuffleVector(l[h], pick);
+            }
+          }
+          Value* v = b_.CreateShuffleVector(part[0], part[1], join);
+          StoreStorage(value_reg(k), b_.CreateZExt(v, Vec(storage)));
+        }
+      }
+      b_.CreateBr(done);
+      gather = not_runs;
+    }
     // Loads of two addresses, one per half-warp: two loads and a blend.
     if (!store) {
       BasicBlock* halves = BasicBlock::Create(ctx_, "mem.halves", f_);

@@ -228,6 +228,8 @@ const char* kAddressReuse = R"(
 
 TEST_F(JitTest, AddressChecksFollowTheirRegister) {
   const std::string ptx = testing::SnippetKernel(kAddressReuse, kSharedBuffer);
+  JitStats stats = StatsOf(ptx);  // compiles (else the jit run below would interpret)
+  EXPECT_EQ(stats.calls.find("ld.shared"), std::string::npos) << stats.calls;
   Outcome a = RunWith(Engine::kInterp, ptx, {0}, 512, {1, 1, 1}, {32, 1, 1});
   Outcome b = RunWith(Engine::kJit, ptx, {0}, 512, {1, 1, 1}, {32, 1, 1});
   ASSERT_TRUE(a.status.ok()) << a.status.message();
@@ -251,6 +253,70 @@ TEST_F(JitTest, AddressChecksFollowTheirRegister) {
     EXPECT_EQ(got[10], word((t >> 4) * 6 + 3)) << t;
     EXPECT_EQ(got[11], word(2 * (t & 15))) << t;
     EXPECT_EQ(got[12], word(2 * (t & 15) + 1)) << t;
+  }
+}
+
+// A 16-wide block's two rows: lanes 0-15 and 16-31 each at consecutive addresses, the second
+// run `gap` bytes after the first. The compiler stores and loads them as two vector accesses
+// when the runs do not overlap; when they do, a store must still leave the highest lane's value
+// where lanes conflict, as the interpreter's lane order does.
+TEST_F(JitTest, TwoRowAccessesKeepLaneOrder) {
+  struct Form {
+    int vec;
+    uint32_t gap;
+  };
+  for (Form f : {Form{1, 68}, Form{1, 32}, Form{1, 64}, Form{2, 136}, Form{2, 72}}) {
+    const uint32_t lane_bytes = 4 * f.vec;
+    const std::string st = f.vec == 1 ? "st.shared.u32 [%r1], %r5;"
+                                      : "st.shared.v2.u32 [%r1], {%r5, %r10};";
+    const std::string ld = f.vec == 1 ? "ld.shared.u32 %r6, [%r1];\n  mov.u32 %r11, 0;"
+                                      : "ld.shared.v2.u32 {%r6, %r11}, [%r1];";
+    const std::string ptx = testing::SnippetKernel(R"(
+  mov.u32 %r4, buf;
+  and.b32 %r2, %r0, 15;
+  mul.lo.u32 %r2, %r2, )" + std::to_string(lane_bytes) + R"(;
+  shr.u32 %r3, %r0, 4;
+  mul.lo.u32 %r3, %r3, )" + std::to_string(f.gap) + R"(;
+  add.u32 %r1, %r2, %r3;
+  add.u32 %r1, %r1, %r4;
+  add.u32 %r5, %r0, 100;
+  add.u32 %r10, %r0, 200;
+  )" + st + R"(
+  bar.sync 0;
+  )" + ld + R"(
+  shl.b32 %r7, %r0, 2;
+  add.u32 %r7, %r7, %r4;
+  ld.shared.u32 %r8, [%r7];
+  ld.shared.u32 %r9, [%r7+128];
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd3, %rd0, %rd2;
+  st.global.u32 [%rd3], %r6;
+  st.global.u32 [%rd3+4], %r11;
+  st.global.u32 [%rd3+8], %r8;
+  st.global.u32 [%rd3+12], %r9;
+)", kSharedBuffer);
+    // Compiled, with the accesses native (a kernel the compiler rejects would run interpreted).
+    JitStats stats = StatsOf(ptx);
+    EXPECT_EQ(stats.calls.find("shared"), std::string::npos) << stats.calls;
+    Outcome a = RunWith(Engine::kInterp, ptx, {0}, 128, {1, 1, 1}, {32, 1, 1});
+    Outcome b = RunWith(Engine::kJit, ptx, {0}, 128, {1, 1, 1}, {32, 1, 1});
+    ASSERT_TRUE(a.status.ok()) << a.status.message();
+    ASSERT_TRUE(b.status.ok()) << b.status.message();
+    EXPECT_EQ(a.out, b.out) << "vec " << f.vec << " gap " << f.gap;
+    // The stores in lane order, computed here.
+    std::vector<uint32_t> mem(128, 0);
+    auto addr = [&](uint32_t t) { return (t & 15) * lane_bytes + (t >> 4) * f.gap; };
+    for (uint32_t t = 0; t < 32; ++t) {
+      mem[addr(t) / 4] = t + 100;
+      if (f.vec == 2) mem[addr(t) / 4 + 1] = t + 200;
+    }
+    for (uint32_t t = 0; t < 32; ++t) {
+      const uint32_t* got = &b.out[t * 4];
+      EXPECT_EQ(got[0], mem[addr(t) / 4]) << "vec " << f.vec << " gap " << f.gap << " lane " << t;
+      EXPECT_EQ(got[1], f.vec == 2 ? mem[addr(t) / 4 + 1] : 0u) << f.gap << " lane " << t;
+      EXPECT_EQ(got[2], mem[t]) << "vec " << f.vec << " gap " << f.gap << " word " << t;
+      EXPECT_EQ(got[3], mem[t + 32]) << "vec " << f.vec << " gap " << f.gap << " word " << t;
+    }
   }
 }
 
