@@ -854,9 +854,9 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       }
     }
     b_.CreateBr(done);
-    // Two runs of consecutive addresses, one per half-warp: two vector accesses. Stores write
-    // lanes 0-15 first: where the runs overlap, the higher lane's value is the one left, as
-    // in the handler's lane order (lane 16 is never below lane 0 here, lane 0 being lo).
+    // Two runs of consecutive addresses, one per half-warp, either below the other: two
+    // vector accesses. Stores write lanes 0-15 first: where the runs overlap, the higher
+    // lane's value is the one left, as in the handler's lane order.
     {
       BasicBlock* two_runs = BasicBlock::Create(ctx_, "mem.tworuns", f_);
       BasicBlock* not_runs = BasicBlock::Create(ctx_, "mem.nr", f_);
@@ -864,7 +864,8 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       Value* upper = b_.CreateExtractElement(rel, uint64_t{16});
       b_.CreateCondBr(halves_contig, two_runs, not_runs);
       b_.SetInsertPoint(two_runs);
-      Value* half_base[2] = {base, b_.CreateGEP(i8_, base, upper)};
+      Value* lower = b_.CreateExtractElement(rel, uint64_t{0});
+      Value* half_base[2] = {b_.CreateGEP(i8_, base, lower), b_.CreateGEP(i8_, base, upper)};
       llvm::Type* wide16 = llvm::FixedVectorType::get(elem, 16 * vec);
       std::vector<int> low(16), high(16), join(32);
       for (int i = 0; i < 16; ++i) {
@@ -933,12 +934,14 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       b_.SetInsertPoint(gather);
       b_.CreateCondBr(halves_uniform, halves, not_halves);
       b_.SetInsertPoint(halves);
+      // Lane 0's or lane 16's address is lo, the other one above it.
+      Value* lower = b_.CreateExtractElement(rel, uint64_t{0});
       Value* upper = b_.CreateExtractElement(rel, uint64_t{16});
       std::vector<int> split(32);
       for (int i = 0; i < 32; ++i) split[i] = i < 16 ? 0 : 32;
       for (uint32_t k = 0; k < vec; ++k) {
-        auto* l0 = b_.CreateAlignedLoad(elem, b_.CreateConstInBoundsGEP1_64(i8_, base, k * bytes),
-                                        llvm::Align(bytes));
+        auto* l0 = b_.CreateAlignedLoad(
+            elem, b_.CreateGEP(i8_, base, b_.CreateAdd(lower, C32(k * bytes))), llvm::Align(bytes));
         auto* l1 = b_.CreateAlignedLoad(
             elem, b_.CreateGEP(i8_, base, b_.CreateAdd(upper, C32(k * bytes))), llvm::Align(bytes));
         TagMem(l0);

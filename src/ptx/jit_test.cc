@@ -202,6 +202,7 @@ const char* kAddressReuse = R"(
   add.u32 %r15, %r15, %r4;
   ld.shared.u32 %r16, [%r15+8];
   shr.u32 %r17, %r0, 4;
+  xor.b32 %r17, %r17, 1;
   mul.lo.u32 %r17, %r17, 24;
   add.u32 %r17, %r17, %r4;
   ld.shared.v2.u32 {%r18, %r19}, [%r17+8];
@@ -249,8 +250,8 @@ TEST_F(JitTest, AddressChecksFollowTheirRegister) {
     EXPECT_EQ(got[6], word(t)) << t;
     EXPECT_EQ(got[7], word((t + 7) & 31)) << t;
     EXPECT_EQ(got[8], word((t & 15) + 2)) << t;
-    EXPECT_EQ(got[9], word((t >> 4) * 6 + 2)) << t;
-    EXPECT_EQ(got[10], word((t >> 4) * 6 + 3)) << t;
+    EXPECT_EQ(got[9], word(((t >> 4) ^ 1) * 6 + 2)) << t;  // lanes 16-31 below lanes 0-15
+    EXPECT_EQ(got[10], word(((t >> 4) ^ 1) * 6 + 3)) << t;
     EXPECT_EQ(got[11], word(2 * (t & 15))) << t;
     EXPECT_EQ(got[12], word(2 * (t & 15) + 1)) << t;
   }
@@ -264,8 +265,10 @@ TEST_F(JitTest, TwoRowAccessesKeepLaneOrder) {
   struct Form {
     int vec;
     uint32_t gap;
+    bool flip;  // lanes 16-31 below lanes 0-15
   };
-  for (Form f : {Form{1, 68}, Form{1, 32}, Form{1, 64}, Form{2, 136}, Form{2, 72}}) {
+  for (Form f : {Form{1, 68, false}, Form{1, 32, false}, Form{1, 64, false}, Form{2, 136, false},
+                 Form{2, 72, false}, Form{1, 68, true}, Form{1, 32, true}, Form{2, 136, true}}) {
     const uint32_t lane_bytes = 4 * f.vec;
     const std::string st = f.vec == 1 ? "st.shared.u32 [%r1], %r5;"
                                       : "st.shared.v2.u32 [%r1], {%r5, %r10};";
@@ -276,6 +279,7 @@ TEST_F(JitTest, TwoRowAccessesKeepLaneOrder) {
   and.b32 %r2, %r0, 15;
   mul.lo.u32 %r2, %r2, )" + std::to_string(lane_bytes) + R"(;
   shr.u32 %r3, %r0, 4;
+  xor.b32 %r3, %r3, )" + std::to_string(f.flip ? 1 : 0) + R"(;
   mul.lo.u32 %r3, %r3, )" + std::to_string(f.gap) + R"(;
   add.u32 %r1, %r2, %r3;
   add.u32 %r1, %r1, %r4;
@@ -302,10 +306,12 @@ TEST_F(JitTest, TwoRowAccessesKeepLaneOrder) {
     Outcome b = RunWith(Engine::kJit, ptx, {0}, 128, {1, 1, 1}, {32, 1, 1});
     ASSERT_TRUE(a.status.ok()) << a.status.message();
     ASSERT_TRUE(b.status.ok()) << b.status.message();
-    EXPECT_EQ(a.out, b.out) << "vec " << f.vec << " gap " << f.gap;
+    EXPECT_EQ(a.out, b.out) << "vec " << f.vec << " gap " << f.gap << " flip " << f.flip;
     // The stores in lane order, computed here.
     std::vector<uint32_t> mem(128, 0);
-    auto addr = [&](uint32_t t) { return (t & 15) * lane_bytes + (t >> 4) * f.gap; };
+    auto addr = [&](uint32_t t) {
+      return (t & 15) * lane_bytes + ((t >> 4) ^ (f.flip ? 1 : 0)) * f.gap;
+    };
     for (uint32_t t = 0; t < 32; ++t) {
       mem[addr(t) / 4] = t + 100;
       if (f.vec == 2) mem[addr(t) / 4 + 1] = t + 200;
