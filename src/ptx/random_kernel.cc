@@ -169,6 +169,33 @@ std::string RandomKernel(const std::function<uint32_t()>& next, int ops) {
         }
         break;
       }
+      case 31: {  // a 16-wide block's shapes: two rows stored, then a row, a broadcast per
+                  // half-warp, or a column loaded; each warp in its own half of sm
+        const int gap = 4 * (16 + pick(97));  // rows apart (no lane stores over another)
+        k << "  shr.u32 %r6, %r0, 4;\n  and.b32 %r6, %r6, 1;\n  xor.b32 %r6, %r6, " << pick(2)
+          << ";\n  mul.lo.u32 %r6, %r6, " << gap << ";\n  and.b32 %r7, %r0, 15;\n"
+          << "  shl.b32 %r7, %r7, 2;\n  add.u32 %r7, %r7, %r6;\n  shr.u32 %r6, %r0, 5;\n"
+          << "  and.b32 %r6, %r6, 1;\n  mad.lo.u32 %r7, %r6, 512, %r7;\n  mov.u32 %r6, sm;\n"
+          << "  add.u32 %r7, %r7, %r6;\n  st.shared.u32 [%r7], " << r() << ";\n  bar.sync 0;\n";
+        switch (pick(3)) {
+          case 0:
+            k << "  ld.shared.u32 " << r() << ", [%r7];\n";
+            break;
+          case 1:  // lanes 0-15 read one word, lanes 16-31 another (either below)
+            k << "  shr.u32 %r6, %r0, 4;\n  and.b32 %r6, %r6, 1;\n  xor.b32 %r6, %r6, " << pick(2)
+              << ";\n  mul.lo.u32 %r6, %r6, " << 4 * pick(64) << ";\n  mov.u32 %r7, sm;\n"
+              << "  add.u32 %r7, %r7, %r6;\n  ld.shared.u32 " << r() << ", [%r7+"
+              << 4 * pick(64) << "];\n";
+            break;
+          default:  // lanes 16-31 read the words of lanes 0-15
+            k << "  and.b32 %r6, %r0, 15;\n  mul.lo.u32 %r6, %r6, " << 4 * pick(17)
+              << ";\n  mov.u32 %r7, sm;\n  add.u32 %r7, %r7, %r6;\n  ld.shared.u32 " << r()
+              << ", [%r7];\n";
+            break;
+        }
+        k << "  bar.sync 0;\n";
+        break;
+      }
       default:
         k << "  " << guard << "mov.b32 " << f() << ", " << r() << ";\n";
         break;
