@@ -335,6 +335,19 @@ Status LowerMbarrier(LowerCtx& c) {
 // a[0] = a[1] (kNoReg: 0; flags bit0: 32-bit) + imm: an address operand folded into one 64-bit
 // register, because the copies name two or three addresses and an Inst has one offset.
 bool ExecAddressOf(const Inst& in, Warp& w, uint32_t m) {
+  if (m == kFullMask) {  // a whole warp: a loop without mask tests, which compiles to vectors
+    const uint64_t imm = static_cast<uint64_t>(in.imm);
+    if (in.a[1] == kNoReg) {
+      for (int i = 0; i < 32; ++i) StoreReg<uint64_t>(w.regs, in.a[0], i, imm);
+    } else if (in.flags & 1) {
+      for (int i = 0; i < 32; ++i)
+        StoreReg<uint64_t>(w.regs, in.a[0], i, LoadReg<uint32_t>(w.regs, in.a[1], i) + imm);
+    } else {
+      for (int i = 0; i < 32; ++i)
+        StoreReg<uint64_t>(w.regs, in.a[0], i, LoadReg<uint64_t>(w.regs, in.a[1], i) + imm);
+    }
+    return false;
+  }
   ForLanes(m, [&](int i) {
     uint64_t base = 0;
     if (in.a[1] != kNoReg) {
@@ -374,9 +387,16 @@ bool PerformCopy(const Inst& in, Warp& w, const AsyncCopy& e) {
   if (e.src_size) {
     uint8_t* src = CopySide(w, in, e.lane, "source", e.src, e.src_size, src_space, 1, false);
     if (!src) return false;
-    std::memmove(dst, src, e.src_size);
+    // Global and shared memory never overlap. cp.async's sizes (4, 8, 16) as fixed-size
+    // copies, which compile to a load and a store instead of a library call.
+    switch (e.src_size) {
+      case 4: std::memcpy(dst, src, 4); break;
+      case 8: std::memcpy(dst, src, 8); break;
+      case 16: std::memcpy(dst, src, 16); break;
+      default: std::memcpy(dst, src, e.src_size); break;
+    }
   }
-  std::memset(dst + e.src_size, 0, e.size - e.src_size);
+  if (e.src_size < e.size) std::memset(dst + e.src_size, 0, e.size - e.src_size);
   return true;
 }
 
