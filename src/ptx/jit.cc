@@ -13,7 +13,11 @@
 // Register-file accesses and memory accesses are in different alias scopes, so values stay in
 // vector registers across loads and stores of guest memory; a handler call is opaque and
 // makes LLVM keep the register file exact, which is what lets both kinds of code mix.
+#include <unistd.h>
+
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -33,6 +37,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SHA256.h>
@@ -1311,9 +1316,45 @@ std::string CacheKey(const llvm::Module& mod, const llvm::TargetMachine& tm) {
   return llvm::toHex(hash, /*LowerCase=*/true);
 }
 
+// The size of the kernel's entry function in its object code (0 when it cannot be read).
+uint64_t EntrySize(const llvm::MemoryBuffer& object) {
+  auto file = llvm::object::ObjectFile::createObjectFile(object.getMemBufferRef());
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return 0;
+  }
+  auto* elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(file->get());
+  if (elf == nullptr) return 0;
+  for (const llvm::object::ELFSymbolRef& sym : elf->symbols()) {
+    auto name = sym.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    if (*name == kEntryName) return sym.getSize();
+  }
+  return 0;
+}
+
+// PVGPU_JIT_PERF=1: every kernel's code, as it is linked, goes into /tmp/perf-PID.map (the file
+// where `perf report` looks up the names of JIT code) as pvgpu:KERNEL.
+void NoteForPerf(uint64_t start, uint64_t size, const std::string& kernel) {
+  const char* on = std::getenv("PVGPU_JIT_PERF");
+  if (on == nullptr || on[0] == '\0' || std::string_view(on) == "0" || size == 0 ||
+      kernel.empty())
+    return;
+  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  if (FILE* f = std::fopen(path.c_str(), "a")) {
+    std::fprintf(f, "%" PRIx64 " %" PRIx64 " pvgpu:%s\n", start, size, kernel.c_str());
+    std::fclose(f);
+  }
+}
+
 // Links object code into a new JITDylib that also defines the helpers.
 StatusOr<std::shared_ptr<CodeHolder>> Link(JitEngine& e, const std::string& key,
+                                           const std::string& kernel,
                                            std::unique_ptr<llvm::MemoryBuffer> object) {
+  const uint64_t entry_size = EntrySize(*object);
   auto holder = std::make_shared<CodeHolder>();
   holder->key = key;
   auto jd = e.lljit->createJITDylib("pvgpu_k" + std::to_string(g_dylib_ids.fetch_add(1)));
@@ -1342,6 +1383,7 @@ StatusOr<std::shared_ptr<CodeHolder>> Link(JitEngine& e, const std::string& key,
   auto entry = e.lljit->lookup(*jd, kEntryName);
   if (!entry) return Status(Code::kUnknown, llvm::toString(entry.takeError()));
   holder->entry = entry->toPtr<JitEntry>();
+  NoteForPerf(entry->getValue(), entry_size, kernel);
   return holder;
 }
 
@@ -1380,7 +1422,8 @@ StatusOr<CompiledCode> CompileImage(const KernelImage& img, bool use_cache) {
       if (auto holder = it->second.lock()) return done(std::move(holder), JitOrigin::kMemory);
     }
     if (auto object = JitDiskCache::Get().Load(key)) {
-      auto holder = Link(e, key, llvm::MemoryBuffer::getMemBufferCopy(*object, img.name));
+      auto holder =
+          Link(e, key, img.name, llvm::MemoryBuffer::getMemBufferCopy(*object, img.name));
       if (holder.ok()) {
         LiveCode()[key] = *holder;
         return done(std::move(*holder), JitOrigin::kDisk);
@@ -1419,7 +1462,10 @@ StatusOr<CompiledCode> CompileImage(const KernelImage& img, bool use_cache) {
                                        llvm::toString(object.takeError()));
   }
   if (use_cache) JitDiskCache::Get().Store(key, (*object)->getBuffer());
-  auto holder = Link(e, key, std::move(*object));
+  // Not the engine's own warm-up kernel (the only one compiled without the caches) in the
+  // perf map: its code is released at once, and perf would name what reuses its addresses
+  // after it.
+  auto holder = Link(e, key, use_cache ? img.name : std::string(), std::move(*object));
   if (!holder.ok()) {
     return Status(Code::kUnknown,
                   "linking kernel " + img.name + ": " + std::string(holder.status().message()));

@@ -3,10 +3,13 @@
 // arithmetic, comparisons, divergent branches, loops, shared and global memory) cover what
 // hand-written tests would not think of.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -347,6 +350,35 @@ TEST_F(JitTest, ReusedAddressChecksStillFault) {
     EXPECT_EQ(a.status.message(), b.status.message()) << bad;
     EXPECT_EQ(a.out, b.out) << bad;
   }
+}
+
+// PVGPU_JIT_PERF=1 names each compiled kernel's code for perf in /tmp/perf-PID.map.
+TEST_F(JitTest, PerfMapNamesCompiledKernels) {
+  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  std::remove(path.c_str());
+  setenv("PVGPU_JIT_PERF", "1", 1);
+  std::string ptx = testing::SnippetKernel("  add.u32 %r1, %r0, " + std::to_string(getpid()) + ";\n");
+  ptx.replace(ptx.find(".entry k("), 9, ".entry perf_probe(");
+  auto program = LoadProgram(ptx);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  Status s = CompileKernelForTest(**program, "perf_probe", nullptr);
+  unsetenv("PVGPU_JIT_PERF");
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::ifstream map(path);
+  ASSERT_TRUE(map.good()) << path;
+  std::string line;
+  bool found = false;
+  while (std::getline(map, line)) {
+    if (line.find(" pvgpu:perf_probe") == std::string::npos) continue;
+    std::istringstream fields(line);
+    uint64_t start = 0, size = 0;
+    fields >> std::hex >> start >> size;
+    EXPECT_NE(start, 0u) << line;
+    EXPECT_GT(size, 16u) << line;
+    found = true;
+  }
+  EXPECT_TRUE(found) << "no line for the kernel in " << path;
+  std::remove(path.c_str());
 }
 
 TEST_F(JitTest, NeverEndingCompiledKernelIsCancelled) {
