@@ -400,18 +400,78 @@ bool PerformCopy(const Inst& in, Warp& w, const AsyncCopy& e) {
   return true;
 }
 
+// A batch of lanes' cp.async copies (AsyncCopy::lanes) as one: true when both sides resolve as
+// one range (nothing is reported otherwise: the caller then copies lane by lane, which does).
+bool PerformBatch(Warp& w, const AsyncCopy& e) {
+  const uint32_t bytes = e.size * e.lanes;
+  uint8_t* dst = ResolveAny(w, MemSpace::kShared, e.lane, e.dst, bytes, true);
+  if (dst == nullptr) return false;
+  const uint8_t* src = ResolveAny(w, MemSpace::kGlobal, e.lane, e.src, bytes, false);
+  if (src == nullptr) return false;
+  std::memcpy(dst, src, bytes);
+  return true;
+}
+
 // Performs, in issue order, the pending copies (bulk ones when `bulk`) of the lanes in m whose
 // group lies below limit[lane], and drops them from the list. False after a fault.
 bool PerformBelow(const Inst& in, Warp& w, uint32_t m, const uint32_t* limit, bool bulk) {
   std::vector<AsyncCopy>& v = w.async_copies;
+  auto due = [&](const AsyncCopy& e, int lane) {
+    return e.bulk == bulk && ((m >> lane) & 1) && e.group < limit[lane];
+  };
+  auto lane_of = [](const AsyncCopy& e, int k) {
+    AsyncCopy one = e;
+    one.lanes = 1;
+    one.lane = static_cast<uint8_t>(e.lane + k);
+    one.src += uint64_t{e.size} * static_cast<uint64_t>(k);
+    one.dst += uint64_t{e.size} * static_cast<uint64_t>(k);
+    return one;
+  };
   size_t keep = 0;
+  std::vector<AsyncCopy> split;  // the lanes of a batch that stay, in lane order
   for (size_t k = 0; k < v.size(); ++k) {
-    const AsyncCopy& e = v[k];
-    if (e.bulk == bulk && ((m >> e.lane) & 1) && e.group < limit[e.lane]) {
-      if (!PerformCopy(in, w, e)) return false;
+    const AsyncCopy e = v[k];
+    if (e.lanes == 1) {
+      if (due(e, e.lane)) {
+        if (!PerformCopy(in, w, e)) return false;
+        continue;
+      }
+      v[keep++] = e;
       continue;
     }
-    v[keep++] = v[k];
+    int n_due = 0;
+    for (int i = 0; i < e.lanes; ++i) n_due += due(e, e.lane + i);
+    if (n_due == 0) {
+      v[keep++] = e;
+      continue;
+    }
+    if (n_due == e.lanes) {
+      // One copy for all of them (the sides checked as one range); where that fails, lane by
+      // lane, which reports the first lane at fault after the earlier lanes' copies.
+      if (!PerformBatch(w, e)) {
+        for (int i = 0; i < e.lanes; ++i)
+          if (!PerformCopy(in, w, lane_of(e, i))) return false;
+      }
+      continue;
+    }
+    // Some lanes due (a divergent wait): perform those, keep the others as single copies.
+    split.clear();
+    for (int i = 0; i < e.lanes; ++i) {
+      const AsyncCopy one = lane_of(e, i);
+      if (due(one, one.lane)) {
+        if (!PerformCopy(in, w, one)) return false;
+      } else {
+        split.push_back(one);
+      }
+    }
+    // keep <= k, and the batch's slot k is free: the kept lanes go in its place, and what
+    // follows moves up behind them.
+    std::vector<AsyncCopy> tail(v.begin() + static_cast<std::ptrdiff_t>(k) + 1, v.end());
+    v.resize(keep);
+    v.insert(v.end(), split.begin(), split.end());
+    keep = v.size();
+    v.insert(v.end(), tail.begin(), tail.end());
+    k = keep - 1;
   }
   v.resize(keep);
   return true;
@@ -423,6 +483,38 @@ bool PerformBelow(const Inst& in, Warp& w, uint32_t m, const uint32_t* limit, bo
 bool ExecCpAsync(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* r = w.regs;
   const uint32_t size = in.n;
+  if (m == kFullMask && in.a[2] == kNoReg) {
+    // Each half-warp copying consecutive elements to consecutive elements, all in one
+    // async-group (a tile's rows, the common form), is recorded as one copy per half when its
+    // ranges check as one.
+    AsyncCopy half[2];
+    bool batch = true;
+    for (int h = 0; h < 2 && batch; ++h) {
+      const int first = 16 * h;
+      const uint64_t dst0 = LoadReg<uint64_t>(r, in.a[4], first);
+      const uint64_t src0 = LoadReg<uint64_t>(r, in.a[3], first);
+      batch = (dst0 & (size - 1)) == 0 && (src0 & (size - 1)) == 0;
+      for (int i = 1; i < 16 && batch; ++i) {
+        batch = LoadReg<uint64_t>(r, in.a[4], first + i) == dst0 + uint64_t{size} * i &&
+                LoadReg<uint64_t>(r, in.a[3], first + i) == src0 + uint64_t{size} * i &&
+                w.async_groups[first + i] == w.async_groups[0];
+      }
+      // No zero fill: every lane copies all of its cp-size.
+      for (int i = 0; i < 16 && batch && in.a[1] != kNoReg; ++i)
+        batch = LoadReg<uint32_t>(r, in.a[1], first + i) == size;
+      batch = batch && w.async_groups[first] == w.async_groups[0] &&
+              ResolveAny(w, MemSpace::kShared, first, dst0, 16 * size, true) != nullptr &&
+              ResolveAny(w, MemSpace::kGlobal, first, src0, 16 * size, false) != nullptr;
+      half[h] = AsyncCopy{src0, dst0, size, size, w.async_groups[0],
+                          static_cast<uint8_t>(first), false};
+      half[h].lanes = 16;
+    }
+    if (batch) {
+      w.async_copies.push_back(half[0]);
+      w.async_copies.push_back(half[1]);
+      return false;
+    }
+  }
   for (uint32_t t = m; t; t &= t - 1) {
     const int i = __builtin_ctz(t);
     uint64_t dst = LoadReg<uint64_t>(r, in.a[4], i), src = LoadReg<uint64_t>(r, in.a[3], i);

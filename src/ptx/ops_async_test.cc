@@ -65,6 +65,46 @@ TEST(CpAsyncTest, CopiesLandAtTheWaitForTheirGroup) {
   }
 }
 
+TEST(CpAsyncTest, DivergentWaitCompletesOnlyItsLanesCopies) {
+  // A whole warp's consecutive copies are recorded per half-warp as one (ops_async.cc); a wait
+  // by lanes 0-4 and then one by lanes 5-19 must still complete exactly their lanes' copies,
+  // and the rest at the final wait, in issue order (the second copy of each lane overwrites
+  // the first).
+  auto r = RunSnippet(R"(
+  .shared .align 16 .b8 a[128];
+  mov.u32 %r1, a;
+  shl.b32 %r3, %r0, 2;
+  add.u32 %r5, %r1, %r3;
+  cvt.u64.u32 %rd2, %r3;
+  add.s64 %rd3, %rd1, %rd2;
+  cp.async.ca.shared.global [%r5], [%rd3], 4;
+  cp.async.commit_group;
+  add.s64 %rd4, %rd3, 128;
+  cp.async.ca.shared.global [%r5], [%rd4], 4;
+  cp.async.commit_group;
+  setp.lt.u32 %p1, %r0, 5;
+  @%p1 cp.async.wait_group 1;
+  ld.shared.u32 %r7, [%r5];
+  setp.lt.u32 %p2, %r0, 20;
+  @%p2 cp.async.wait_group 0;
+  ld.shared.u32 %r8, [%r5];
+  cp.async.wait_all;
+  ld.shared.u32 %r9, [%r5];
+  mul.wide.u32 %rd6, %r0, 12;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r7;
+  st.global.u32 [%rd7+4], %r8;
+  st.global.u32 [%rd7+8], %r9;
+  )",
+                      Iota(64, 1000), 3 * 32, 32);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  for (uint32_t t = 0; t < 32; ++t) {
+    EXPECT_EQ(r.out[3 * t], t < 5 ? 1000 + t : 0u) << "after the first wait, lane " << t;
+    EXPECT_EQ(r.out[3 * t + 1], t < 20 ? 1032 + t : 0u) << "after the second wait, lane " << t;
+    EXPECT_EQ(r.out[3 * t + 2], 1032 + t) << "at the end, lane " << t;
+  }
+}
+
 TEST(CpAsyncTest, SrcSizeZeroFillsIgnoreSrcAndHints) {
   // Shared memory is first filled with 0xFFFFFFFF so that zero fill shows.
   auto r =

@@ -102,6 +102,9 @@ struct AsyncCopy {
   uint32_t group = 0;         // the lane's commit count at issue: committed once below it
   uint8_t lane = 0;
   bool bulk = false;  // cp.async.bulk.global.shared::cta (bulk async-groups)
+  // Lanes lane .. lane + lanes - 1 each copy `size` bytes, lane k's at src and dst plus
+  // k * size: a whole warp's contiguous cp.async recorded once (ExecCpAsync).
+  uint8_t lanes = 1;
 };
 
 struct Warp {
