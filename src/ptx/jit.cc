@@ -762,6 +762,11 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
     Value* halves_uniform = store ? nullptr : Shape(ai, kHalvesUniform, keep);
     Value* halves_equal = store ? nullptr : Shape(ai, kHalvesEqual, keep);
     Value* rel = ai.rel;
+    // Lane 0's and lane 16's offsets from lo: the bases of the half-warp forms below.
+    Value* lower = b_.CreateExtractElement(rel, uint64_t{0});
+    Value* upper = b_.CreateExtractElement(rel, uint64_t{16});
+    std::vector<int> low(16);  // lanes 0-15 of a warp's vector
+    for (int i = 0; i < 16; ++i) low[i] = i;
     Value* base;
     if (d.space == NSpace::kShared) {
       ok = b_.CreateAnd(ok, b_.CreateICmpULE(end, shared_size_));
@@ -866,17 +871,12 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       BasicBlock* two_runs = BasicBlock::Create(ctx_, "mem.tworuns", f_);
       BasicBlock* not_runs = BasicBlock::Create(ctx_, "mem.nr", f_);
       b_.SetInsertPoint(gather);
-      Value* upper = b_.CreateExtractElement(rel, uint64_t{16});
       b_.CreateCondBr(halves_contig, two_runs, not_runs);
       b_.SetInsertPoint(two_runs);
-      Value* lower = b_.CreateExtractElement(rel, uint64_t{0});
       Value* half_base[2] = {b_.CreateGEP(i8_, base, lower), b_.CreateGEP(i8_, base, upper)};
       llvm::Type* wide16 = llvm::FixedVectorType::get(elem, 16 * vec);
-      std::vector<int> low(16), high(16), join(32);
-      for (int i = 0; i < 16; ++i) {
-        low[i] = i;
-        high[i] = 16 + i;
-      }
+      std::vector<int> high(16), join(32);
+      for (int i = 0; i < 16; ++i) high[i] = 16 + i;
       for (int i = 0; i < 32; ++i) join[i] = i;
       if (store) {
         for (int h = 0; h < 2; ++h) {
@@ -939,9 +939,6 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       b_.SetInsertPoint(gather);
       b_.CreateCondBr(halves_uniform, halves, not_halves);
       b_.SetInsertPoint(halves);
-      // Lane 0's or lane 16's address is lo, the other one above it.
-      Value* lower = b_.CreateExtractElement(rel, uint64_t{0});
-      Value* upper = b_.CreateExtractElement(rel, uint64_t{16});
       std::vector<int> split(32);
       for (int i = 0; i < 32; ++i) split[i] = i < 16 ? 0 : 32;
       for (uint32_t k = 0; k < vec; ++k) {
@@ -960,8 +957,7 @@ void Gen::EmitMemory(uint32_t pc, const Inst& in, const NativeDesc& d, Value* m)
       b_.SetInsertPoint(not_halves);
       b_.CreateCondBr(halves_equal, repeated, other);
       b_.SetInsertPoint(repeated);
-      std::vector<int> low(16), twice(32);
-      for (int i = 0; i < 16; ++i) low[i] = i;
+      std::vector<int> twice(32);
       for (int i = 0; i < 32; ++i) twice[i] = i & 15;
       Value* rel16 = b_.CreateShuffleVector(rel, low);
       Value* lanes16 = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(16),
@@ -1165,14 +1161,13 @@ llvm::Function* Gen::Build(const std::string& name, const llvm::TargetMachine& t
   f_->addFnAttr("min-legal-vector-width", "512");
   f_->addFnAttr("prefer-vector-width", "512");
   f_->addFnAttr(llvm::Attribute::NoUnwind);
-  Value* args = f_->getArg(0);
-  args_ = args;
+  args_ = f_->getArg(0);
 
   BasicBlock* entry = BasicBlock::Create(ctx_, "entry", f_);
   b_.SetInsertPoint(entry);
   auto field = [&](int i, llvm::Type* ty) -> Value* {
     static_assert(sizeof(void*) == 8 && sizeof(JitArgs) == 12 * 8);
-    return b_.CreateAlignedLoad(ty, b_.CreateConstInBoundsGEP1_64(i8_, args, 8 * i),
+    return b_.CreateAlignedLoad(ty, b_.CreateConstInBoundsGEP1_64(i8_, args_, 8 * i),
                                 llvm::Align(8));
   };
   w_ = field(0, ptr_);

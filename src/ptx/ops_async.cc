@@ -335,27 +335,12 @@ Status LowerMbarrier(LowerCtx& c) {
 // a[0] = a[1] (kNoReg: 0; flags bit0: 32-bit) + imm: an address operand folded into one 64-bit
 // register, because the copies name two or three addresses and an Inst has one offset.
 bool ExecAddressOf(const Inst& in, Warp& w, uint32_t m) {
+  auto one = [&](int i) { StoreReg<uint64_t>(w.regs, in.a[0], i, LaneAddress(in, w, i, 1)); };
   if (m == kFullMask) {  // a whole warp: a loop without mask tests, which compiles to vectors
-    const uint64_t imm = static_cast<uint64_t>(in.imm);
-    if (in.a[1] == kNoReg) {
-      for (int i = 0; i < 32; ++i) StoreReg<uint64_t>(w.regs, in.a[0], i, imm);
-    } else if (in.flags & 1) {
-      for (int i = 0; i < 32; ++i)
-        StoreReg<uint64_t>(w.regs, in.a[0], i, LoadReg<uint32_t>(w.regs, in.a[1], i) + imm);
-    } else {
-      for (int i = 0; i < 32; ++i)
-        StoreReg<uint64_t>(w.regs, in.a[0], i, LoadReg<uint64_t>(w.regs, in.a[1], i) + imm);
-    }
-    return false;
+    for (int i = 0; i < 32; ++i) one(i);
+  } else {
+    ForLanes(m, one);
   }
-  ForLanes(m, [&](int i) {
-    uint64_t base = 0;
-    if (in.a[1] != kNoReg) {
-      base = (in.flags & 1) ? LoadReg<uint32_t>(w.regs, in.a[1], i)
-                            : LoadReg<uint64_t>(w.regs, in.a[1], i);
-    }
-    StoreReg<uint64_t>(w.regs, in.a[0], i, base + static_cast<uint64_t>(in.imm));
-  });
   return false;
 }
 
@@ -494,16 +479,14 @@ bool ExecCpAsync(const Inst& in, Warp& w, uint32_t m) {
       const uint64_t dst0 = LoadReg<uint64_t>(r, in.a[4], first);
       const uint64_t src0 = LoadReg<uint64_t>(r, in.a[3], first);
       batch = (dst0 & (size - 1)) == 0 && (src0 & (size - 1)) == 0;
-      for (int i = 1; i < 16 && batch; ++i) {
+      for (int i = 0; i < 16 && batch; ++i) {
+        // Consecutive on both sides, one group, and no zero fill (all of its cp-size).
         batch = LoadReg<uint64_t>(r, in.a[4], first + i) == dst0 + uint64_t{size} * i &&
                 LoadReg<uint64_t>(r, in.a[3], first + i) == src0 + uint64_t{size} * i &&
-                w.async_groups[first + i] == w.async_groups[0];
+                w.async_groups[first + i] == w.async_groups[0] &&
+                (in.a[1] == kNoReg || LoadReg<uint32_t>(r, in.a[1], first + i) == size);
       }
-      // No zero fill: every lane copies all of its cp-size.
-      for (int i = 0; i < 16 && batch && in.a[1] != kNoReg; ++i)
-        batch = LoadReg<uint32_t>(r, in.a[1], first + i) == size;
-      batch = batch && w.async_groups[first] == w.async_groups[0] &&
-              ResolveAny(w, MemSpace::kShared, first, dst0, 16 * size, true) != nullptr &&
+      batch = batch && ResolveAny(w, MemSpace::kShared, first, dst0, 16 * size, true) != nullptr &&
               ResolveAny(w, MemSpace::kGlobal, first, src0, 16 * size, false) != nullptr;
       half[h] = AsyncCopy{src0, dst0, size, size, w.async_groups[0],
                           static_cast<uint8_t>(first), false};

@@ -602,9 +602,10 @@ bool ExecWmmaLdSt(const Inst& in, Warp& w, uint32_t m) {
   uint8_t* base = nullptr;
   if ((addr & (bytes - 1)) == 0 && span_bytes <= UINT32_MAX)
     base = Resolve<S>(w, 0, addr, static_cast<uint32_t>(span_bytes), store);
-  if (base != nullptr && !store && bits == 32) {
-    // The common load (tf32, f32, s32 elements, the matrix in bounds and aligned): each entry
-    // is one 32-bit word, in every copy that holds it (the loop below without its checks).
+  // The common load (tf32, f32, s32 elements, the matrix in bounds and aligned): each entry is
+  // one 32-bit word, in every copy that holds it; the checked loop below does the rest.
+  const bool unchecked = base != nullptr && !store && bits == 32;
+  if (unchecked) {
     const uint32_t step = total / 32;
     for (uint32_t row = 0; row < rows; ++row) {
       for (uint32_t col = 0; col < cols; ++col) {
@@ -616,11 +617,8 @@ bool ExecWmmaLdSt(const Inst& in, Warp& w, uint32_t m) {
         for (uint32_t k = 0; k < copies; ++k) words[idx & 31][(idx >> 5) + k * step] = v;
       }
     }
-    for (uint32_t q = 0; q < nregs; ++q)
-      for (int lane = 0; lane < 32; ++lane) StoreReg<uint32_t>(r, regs[q], lane, words[lane][q]);
-    return false;
   }
-  for (uint32_t row = 0; row < rows; ++row) {
+  for (uint32_t row = 0; !unchecked && row < rows; ++row) {
     for (uint32_t col = 0; col < cols; ++col) {
       const uint32_t idx = row * cols + col;
       const int lane = static_cast<int>(idx & 31);
